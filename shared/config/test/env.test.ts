@@ -1,0 +1,105 @@
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import {
+  boolean,
+  ConfigError,
+  duration,
+  enumOf,
+  integer,
+  list,
+  parseEnv,
+  port,
+  string,
+  url,
+} from '../src/index.js';
+
+const spec = {
+  PORT: port({ default: 8080 }),
+  NAME: string({ required: true }),
+  NICKNAME: string(),
+  DEBUG: boolean({ default: false }),
+  HEARTBEAT: duration({ default: 40_000 }),
+  WORKERS: integer({ default: 2, min: 1, max: 64 }),
+  MODE: enumOf(['fast', 'safe'] as const, { default: 'safe' }),
+  ORIGINS: list({ default: [] }),
+  UPSTREAM: url({ protocols: ['http:', 'https:'] }),
+};
+
+function errorFor(environment: Record<string, string>): ConfigError {
+  try {
+    parseEnv(spec, environment, { ownedPrefixes: ['APP_'] });
+  } catch (error) {
+    assert.ok(error instanceof ConfigError, `expected ConfigError, got ${error}`);
+    return error;
+  }
+  assert.fail('expected a configuration error');
+}
+
+test('parses a valid environment into typed values with defaults', () => {
+  const config = parseEnv(spec, {
+    NAME: 'herald',
+    DEBUG: 'TRUE',
+    HEARTBEAT: '15s',
+    ORIGINS: 'https://a.example, https://b.example,,',
+    UPSTREAM: 'https://idp.example/jwks',
+  });
+  assert.equal(config.PORT, 8080);
+  assert.equal(config.NAME, 'herald');
+  assert.equal(config.NICKNAME, undefined);
+  assert.equal(config.DEBUG, true);
+  assert.equal(config.HEARTBEAT, 15_000);
+  assert.equal(config.WORKERS, 2);
+  assert.equal(config.MODE, 'safe');
+  assert.deepEqual(config.ORIGINS, ['https://a.example', 'https://b.example']);
+  assert.equal(config.UPSTREAM?.host, 'idp.example');
+});
+
+test('an empty value counts as unset', () => {
+  const config = parseEnv(spec, { NAME: 'x', PORT: '', NICKNAME: '  ' });
+  assert.equal(config.PORT, 8080);
+  assert.equal(config.NICKNAME, undefined);
+});
+
+test('each bad value is an error naming its variable', () => {
+  const cases: [Record<string, string>, string, RegExp][] = [
+    [{}, 'NAME', /required/],
+    [{ NAME: 'x', PORT: '70000' }, 'PORT', /integer in \[0, 65535\]/],
+    [{ NAME: 'x', PORT: '80a' }, 'PORT', /integer/],
+    [{ NAME: 'x', DEBUG: 'yes' }, 'DEBUG', /true, false, 1 or 0/],
+    [{ NAME: 'x', HEARTBEAT: 'soon' }, 'HEARTBEAT', /duration/],
+    [{ NAME: 'x', WORKERS: '0' }, 'WORKERS', /\[1, 64\]/],
+    [{ NAME: 'x', MODE: 'turbo' }, 'MODE', /one of fast, safe/],
+    [{ NAME: 'x', UPSTREAM: 'ftp://x' }, 'UPSTREAM', /URL/],
+    [{ NAME: 'x', APP_TYPO: '1' }, 'APP_TYPO', /unknown setting/],
+  ];
+  for (const [environment, variable, reason] of cases) {
+    const error = errorFor(environment);
+    assert.equal(error.variable, variable, JSON.stringify(environment));
+    assert.match(error.message, new RegExp(`^${variable}: `));
+    assert.match(error.message, reason);
+  }
+});
+
+test('unknown variables outside the owned prefixes are ignored', () => {
+  assert.doesNotThrow(() => parseEnv(spec, { NAME: 'x', HOME: '/root', OTHER_THING: '1' }, { ownedPrefixes: ['APP_'] }));
+});
+
+test('several problems are reported together', () => {
+  const error = errorFor({ PORT: 'x', DEBUG: 'maybe' });
+  assert.match(error.message, /PORT/);
+  assert.match(error.message, /NAME/);
+  assert.match(error.message, /DEBUG/);
+});
+
+test('loadConfig stops the process with exit 1 and a message naming the variable', () => {
+  const script = fileURLToPath(new URL('./fixtures/load-config.ts', import.meta.url));
+  const result = spawnSync(process.execPath, ['--import', 'tsx', script], {
+    env: { ...process.env, FIXTURE_PORT: 'nope' },
+    encoding: 'utf8',
+  });
+  assert.equal(result.status, 1);
+  assert.match(result.stderr, /configuration error: FIXTURE_PORT: expected an integer/);
+  assert.doesNotMatch(result.stdout, /bound/);
+});

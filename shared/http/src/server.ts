@@ -1,0 +1,151 @@
+import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import type { AddressInfo } from 'node:net';
+import type { Metrics } from '@herald/metrics';
+import { metricsPlugin } from '@herald/metrics';
+import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import { Lifecycle } from './lifecycle.js';
+import { redactUrl } from './redact.js';
+import type { HttpConfig } from './settings.js';
+
+export interface ServerKitOptions {
+  /** Service name, logged on every line (`hub`, `broker`). */
+  readonly name: string;
+  readonly config: HttpConfig;
+  readonly metrics: Metrics;
+  /** Paths serving Prometheus metrics (default `/metrics`). */
+  readonly metricsPaths?: readonly string[];
+  /** Request body limit in bytes (fastify's default: 1 MiB). */
+  readonly bodyLimit?: number;
+  /** Extra fastify options (tests pass `logger: false`). */
+  readonly fastify?: Omit<FastifyServerOptions, 'https' | 'http2'>;
+}
+
+export interface ServerKit {
+  readonly app: FastifyInstance;
+  readonly lifecycle: Lifecycle;
+  /** Binds PORT/HOST; resolves with the bound address. */
+  listen(): Promise<AddressInfo>;
+  /**
+   * Graceful stop: readiness fails first, drain hooks run, then the listener stops accepting and
+   * in-flight requests finish; all within SHUTDOWN_TIMEOUT, after which connections are cut.
+   */
+  shutdown(reason: string): Promise<void>;
+  /** SIGTERM/SIGINT → shutdown → exit 0 (exit 1 if the shutdown itself failed). */
+  exitOnSignals(): void;
+}
+
+const REQUEST_ID = /^[\w.:@/+=-]{1,128}$/;
+
+function trustProxy(proxies: readonly string[]): boolean | string[] {
+  if (proxies.length === 1 && proxies[0]?.toLowerCase() === 'true') return true;
+  return [...proxies];
+}
+
+function tlsOptions(config: HttpConfig): { cert: Buffer; key: Buffer } | undefined {
+  const { TLS_CERT_FILE: certFile, TLS_KEY_FILE: keyFile } = config;
+  if (!certFile && !keyFile) return undefined;
+  if (!certFile || !keyFile) {
+    throw new Error('TLS_CERT_FILE and TLS_KEY_FILE must be set together');
+  }
+  return { cert: readFileSync(certFile), key: readFileSync(keyFile) };
+}
+
+export function createServerKit(options: ServerKitOptions): ServerKit {
+  const { config, metrics } = options;
+  const https = tlsOptions(config);
+  const app = Fastify({
+    logger: {
+      level: config.LOG_LEVEL,
+      base: { service: options.name },
+      serializers: {
+        req: (request) => ({
+          method: request.method,
+          url: redactUrl(request.url),
+          remoteAddress: request.ip,
+        }),
+      },
+    },
+    trustProxy: trustProxy(config.TRUSTED_PROXIES),
+    bodyLimit: options.bodyLimit ?? 1024 * 1024,
+    requestIdHeader: false,
+    genReqId: (request) => {
+      const offered = request.headers['x-request-id'];
+      return typeof offered === 'string' && REQUEST_ID.test(offered) ? offered : randomUUID();
+    },
+    ...(https ? { https } : {}),
+    ...options.fastify,
+  }) as unknown as FastifyInstance;
+
+  const lifecycle = new Lifecycle(metrics.ready);
+
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header('x-request-id', request.id);
+  });
+  app.register(metricsPlugin, { metrics, paths: options.metricsPaths ?? ['/metrics'] });
+  app.get('/healthz', { logLevel: 'warn' }, async () => ({ status: 'ok' }));
+  app.get('/readyz', { logLevel: 'warn' }, async (_request, reply) => {
+    const reasons = await lifecycle.readiness();
+    if (reasons.length > 0) return reply.code(503).send({ status: 'not ready', reasons });
+    return { status: 'ready' };
+  });
+
+  let shuttingDown: Promise<void> | undefined;
+  async function shutdown(reason: string): Promise<void> {
+    shuttingDown ??= (async () => {
+      const started = Date.now();
+      const deadline = started + config.SHUTDOWN_TIMEOUT;
+      app.log.info({ reason, timeoutMs: config.SHUTDOWN_TIMEOUT }, 'shutting down: draining');
+      let timer: NodeJS.Timeout | undefined;
+      const timedOut = new Promise<'timeout'>((resolve) => {
+        timer = setTimeout(() => resolve('timeout'), config.SHUTDOWN_TIMEOUT);
+      });
+      // 1. Readiness flips to 503 inside drain(), before any hook runs, while the listener still
+      //    answers (probes see 503, not a refused connection; the hub refuses new subscribers).
+      // 2. Drain hooks finish their work (the hub closes streams spread over its drain window).
+      // 3. app.close() stops the listener and waits for the requests still in flight.
+      const finished = (async () => {
+        await lifecycle.drain(deadline);
+        await app.close();
+        return 'done' as const;
+      })();
+      const outcome = await Promise.race([finished, timedOut]);
+      clearTimeout(timer);
+      if (outcome === 'timeout') {
+        app.log.warn('shutdown timeout reached: closing remaining connections');
+        app.server.closeAllConnections();
+        await app.close().catch(() => undefined);
+      }
+      app.log.info({ elapsedMs: Date.now() - started }, 'shutdown complete');
+    })();
+    return shuttingDown;
+  }
+
+  return {
+    app,
+    lifecycle,
+    async listen() {
+      await app.listen({ port: config.PORT, host: config.HOST });
+      const address = app.server.address() as AddressInfo;
+      app.log.info(
+        { port: address.port, host: config.HOST, tls: Boolean(https) },
+        `${options.name} listening`,
+      );
+      return address;
+    },
+    shutdown,
+    exitOnSignals() {
+      for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+        process.once(signal, () => {
+          shutdown(signal).then(
+            () => process.exit(0),
+            (error: unknown) => {
+              app.log.error({ err: error }, 'shutdown failed');
+              process.exit(1);
+            },
+          );
+        });
+      }
+    },
+  };
+}

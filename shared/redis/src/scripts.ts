@@ -1,0 +1,74 @@
+import { createHash } from 'node:crypto';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { ChainableCommander, Redis } from 'ioredis';
+
+/** A Lua script from a file named `<name>-<numberOfKeys>.lua` (bullmq's convention). */
+export interface LuaScript {
+  readonly name: string;
+  readonly numberOfKeys: number;
+  readonly source: string;
+  readonly sha: string;
+}
+
+export type ScriptSet = ReadonlyMap<string, LuaScript>;
+
+const FILE_NAME = /^(?<name>[a-zA-Z][\w-]*?)-(?<keys>\d+)\.lua$/;
+
+/** Reads every `<name>-<numberOfKeys>.lua` of a directory once, at boot. */
+export function loadScripts(directory: string): ScriptSet {
+  const scripts = new Map<string, LuaScript>();
+  for (const file of readdirSync(directory).sort()) {
+    const match = FILE_NAME.exec(file);
+    if (!match?.groups) continue;
+    const source = readFileSync(join(directory, file), 'utf8');
+    const name = match.groups.name as string;
+    scripts.set(name, {
+      name,
+      numberOfKeys: Number(match.groups.keys),
+      source,
+      sha: createHash('sha1').update(source).digest('hex'),
+    });
+  }
+  return scripts;
+}
+
+function isNoScript(error: unknown): boolean {
+  return error instanceof Error && error.message.startsWith('NOSCRIPT');
+}
+
+function checkKeys(script: LuaScript, keys: readonly string[]): void {
+  if (keys.length !== script.numberOfKeys) {
+    throw new Error(`script ${script.name} takes ${script.numberOfKeys} keys, got ${keys.length}`);
+  }
+}
+
+/**
+ * EVALSHA, falling back to EVAL on NOSCRIPT (after a Redis restart or SCRIPT FLUSH the cache is
+ * empty; EVAL also reloads it, so the next call is by SHA again).
+ */
+export async function runScript<T = unknown>(
+  redis: Redis,
+  script: LuaScript,
+  keys: readonly string[],
+  args: readonly (string | number | Buffer)[],
+): Promise<T> {
+  checkKeys(script, keys);
+  try {
+    return (await redis.evalsha(script.sha, keys.length, ...keys, ...args)) as T;
+  } catch (error) {
+    if (!isNoScript(error)) throw error;
+    return (await redis.eval(script.source, keys.length, ...keys, ...args)) as T;
+  }
+}
+
+/** Queues a script on a pipeline by SHA; callers retry the pipeline with `runScript` on NOSCRIPT. */
+export function pipelineScript(
+  pipeline: ChainableCommander,
+  script: LuaScript,
+  keys: readonly string[],
+  args: readonly (string | number | Buffer)[],
+): ChainableCommander {
+  checkKeys(script, keys);
+  return pipeline.evalsha(script.sha, keys.length, ...keys, ...args);
+}
