@@ -71,7 +71,9 @@ const child = spawn(
   ],
   { cwd: root, stdio: 'inherit' },
 );
-const exitCode = await new Promise((resolve) => child.on('exit', (code, signal) => resolve(code ?? (signal ? 1 : 0))));
+const exitCode = await new Promise((resolve) =>
+  child.on('exit', (code, signal) => resolve(code ?? (signal ? 1 : 0))),
+);
 
 const tap = readFileSync(tapFile, 'utf8');
 rmSync(reportDirectory, { recursive: true, force: true });
@@ -79,7 +81,14 @@ const count = (name) => {
   const matches = [...tap.matchAll(new RegExp(`^# ${name} (\\d+)$`, 'gm'))];
   return matches.length ? Number(matches.at(-1)[1]) : 0;
 };
-const [tests, passed, failed, skipped, todo, cancelled] = ['tests', 'pass', 'fail', 'skipped', 'todo', 'cancelled'].map(count);
+const [tests, passed, failed, skipped, todo, cancelled] = [
+  'tests',
+  'pass',
+  'fail',
+  'skipped',
+  'todo',
+  'cancelled',
+].map(count);
 
 const problems = [];
 if (tests === 0) problems.push('zero tests ran');

@@ -24,7 +24,11 @@ const nodes = [
       MERCURE_SUBSCRIPTIONS: '1',
     },
   },
-  { name: 'broker', script: 'services/broker/dist/main.js', env: { ...environment, PORT: brokerPort, HOST: '127.0.0.1' } },
+  {
+    name: 'broker',
+    script: 'services/broker/dist/main.js',
+    env: { ...environment, PORT: brokerPort, HOST: '127.0.0.1' },
+  },
 ];
 
 const children = nodes.map(({ name, script, env }) => {

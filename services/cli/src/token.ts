@@ -57,7 +57,9 @@ export function tokenClaims(options: TokenOptions, now = Date.now()): JWTPayload
   return claims;
 }
 
-async function signingKey(options: TokenOptions): Promise<{ key: CryptoKey | Uint8Array; algorithm: string }> {
+async function signingKey(
+  options: TokenOptions,
+): Promise<{ key: CryptoKey | Uint8Array; algorithm: string }> {
   if (options.secret !== undefined && options.key !== undefined) {
     throw new TokenOptionsError('give --secret or --key, not both');
   }
@@ -69,7 +71,8 @@ async function signingKey(options: TokenOptions): Promise<{ key: CryptoKey | Uin
   }
   if (options.key !== undefined) {
     const algorithm = options.alg ?? 'RS256';
-    if (!ASYMMETRIC.includes(algorithm)) throw new TokenOptionsError(`--key signs with ${ASYMMETRIC.join(', ')}`);
+    if (!ASYMMETRIC.includes(algorithm))
+      throw new TokenOptionsError(`--key signs with ${ASYMMETRIC.join(', ')}`);
     let pem: string;
     try {
       pem = readFileSync(options.key, 'utf8');

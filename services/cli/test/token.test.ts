@@ -29,9 +29,21 @@ test('the README example: --secret S --publish "*" gives exactly the mercure pub
 test('hub claims: repeatable selectors, match type, payload, exp', async () => {
   const before = Math.floor(Date.now() / 1000);
   const { token } = await cli(
-    'token', '--secret', 'S', '--alg', 'HS384',
-    '--subscribe', 'https://example.com/users/42/:r', '--subscribe', 'https://example.com/books/:id',
-    '--match-type', 'URLPattern', '--payload', '{"user":42}', '--exp', '60',
+    'token',
+    '--secret',
+    'S',
+    '--alg',
+    'HS384',
+    '--subscribe',
+    'https://example.com/users/42/:r',
+    '--subscribe',
+    'https://example.com/books/:id',
+    '--match-type',
+    'URLPattern',
+    '--payload',
+    '{"user":42}',
+    '--exp',
+    '60',
   );
   const claims = decodeJwt(token);
   assert.deepEqual(claims.mercure, {
@@ -46,7 +58,17 @@ test('hub claims: repeatable selectors, match type, payload, exp', async () => {
 });
 
 test('broker claims: roles and sub', async () => {
-  const { token } = await cli('token', '--secret', 'S', '--role', 'write-only', '--role', 'read-only', '--sub', 'producer-7');
+  const { token } = await cli(
+    'token',
+    '--secret',
+    'S',
+    '--role',
+    'write-only',
+    '--role',
+    'read-only',
+    '--sub',
+    'producer-7',
+  );
   assert.deepEqual(decodeJwt(token), { roles: ['write-only', 'read-only'], sub: 'producer-7' });
 });
 
@@ -62,7 +84,10 @@ test('signs with a private key file (RS256 default, EdDSA on request)', async ()
     writeFileSync(file, privateKey.export({ type: 'pkcs8', format: 'pem' }));
     const { code, token } = await cli('token', '--key', file, ...extra, '--role', 'admin');
     assert.equal(code, 0, type);
-    const verifyKey = await importSPKI(publicKey.export({ type: 'spki', format: 'pem' }) as string, algorithm);
+    const verifyKey = await importSPKI(
+      publicKey.export({ type: 'spki', format: 'pem' }) as string,
+      algorithm,
+    );
     const { payload } = await jwtVerify(token, verifyKey);
     assert.deepEqual(payload, { roles: ['admin'] });
   }

@@ -1,4 +1,6 @@
+export { type ConfigOf, type Environment, loadConfig, parseEnv, type Spec } from './env.js';
 export { ConfigError } from './errors.js';
+export { parseBoolean, parseDuration } from './parse.js';
 export {
   boolean,
   duration,
@@ -6,10 +8,8 @@ export {
   integer,
   list,
   port,
-  string,
-  url,
   type Setting,
   type SettingOptions,
+  string,
+  url,
 } from './settings.js';
-export { parseBoolean, parseDuration } from './parse.js';
-export { loadConfig, parseEnv, type ConfigOf, type Environment, type Spec } from './env.js';

@@ -51,9 +51,7 @@ export function string<O extends SettingOptions<string>>(options?: O) {
   return define<string, O>('a string', (text) => text, options);
 }
 
-export function integer<O extends SettingOptions<number>>(
-  options?: O & { min?: number; max?: number },
-) {
+export function integer<O extends SettingOptions<number>>(options?: O & { min?: number; max?: number }) {
   const min = options?.min ?? Number.MIN_SAFE_INTEGER;
   const max = options?.max ?? Number.MAX_SAFE_INTEGER;
   return define<number, O>(
@@ -90,9 +88,7 @@ export function duration<O extends SettingOptions<number>>(options?: O & { min?:
   );
 }
 
-export function url<O extends SettingOptions<URL>>(
-  options?: O & { protocols?: readonly string[] },
-) {
+export function url<O extends SettingOptions<URL>>(options?: O & { protocols?: readonly string[] }) {
   const protocols = options?.protocols;
   return define<URL, O>(
     protocols ? `a URL (${protocols.join(', ')})` : 'a URL',

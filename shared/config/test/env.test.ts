@@ -83,7 +83,9 @@ test('each bad value is an error naming its variable', () => {
 });
 
 test('unknown variables outside the owned prefixes are ignored', () => {
-  assert.doesNotThrow(() => parseEnv(spec, { NAME: 'x', HOME: '/root', OTHER_THING: '1' }, { ownedPrefixes: ['APP_'] }));
+  assert.doesNotThrow(() =>
+    parseEnv(spec, { NAME: 'x', HOME: '/root', OTHER_THING: '1' }, { ownedPrefixes: ['APP_'] }),
+  );
 });
 
 test('several problems are reported together', () => {

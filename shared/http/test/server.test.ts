@@ -75,7 +75,10 @@ test('X-Forwarded-* is believed only from a trusted proxy', async () => {
 });
 
 test('TLS_CERT_FILE without TLS_KEY_FILE is refused', () => {
-  assert.throws(() => kit({ TLS_CERT_FILE: '/tmp/cert.pem' }), /TLS_CERT_FILE and TLS_KEY_FILE must be set together/);
+  assert.throws(
+    () => kit({ TLS_CERT_FILE: '/tmp/cert.pem' }),
+    /TLS_CERT_FILE and TLS_KEY_FILE must be set together/,
+  );
 });
 
 test('draining fails readiness before anything else', async () => {

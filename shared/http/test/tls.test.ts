@@ -14,16 +14,38 @@ after(() => rmSync(directory, { recursive: true, force: true }));
 test('with TLS_CERT_FILE and TLS_KEY_FILE the listener speaks HTTPS', async () => {
   const cert = join(directory, 'cert.pem');
   const key = join(directory, 'key.pem');
-  execFileSync('openssl', [
-    'req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes',
-    '-keyout', key, '-out', cert, '-days', '1', '-subj', '/CN=localhost',
-  ], { stdio: 'ignore' });
+  execFileSync(
+    'openssl',
+    [
+      'req',
+      '-x509',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:P-256',
+      '-nodes',
+      '-keyout',
+      key,
+      '-out',
+      cert,
+      '-days',
+      '1',
+      '-subj',
+      '/CN=localhost',
+    ],
+    { stdio: 'ignore' },
+  );
   const kit = createServerKit({
     name: 'tls',
     metrics: createMetrics(),
     config: {
-      PORT: 0, HOST: '127.0.0.1', TLS_CERT_FILE: cert, TLS_KEY_FILE: key,
-      TRUSTED_PROXIES: [], LOG_LEVEL: 'silent', SHUTDOWN_TIMEOUT: 1000,
+      PORT: 0,
+      HOST: '127.0.0.1',
+      TLS_CERT_FILE: cert,
+      TLS_KEY_FILE: key,
+      TRUSTED_PROXIES: [],
+      LOG_LEVEL: 'silent',
+      SHUTDOWN_TIMEOUT: 1000,
     },
   });
   kit.app.get('/protocol', async (request) => ({ protocol: request.protocol }));
@@ -34,7 +56,9 @@ test('with TLS_CERT_FILE and TLS_KEY_FILE the listener speaks HTTPS', async () =
         let text = '';
         response.on('data', (chunk) => (text += chunk));
         response.on('end', () => resolve(text));
-      }).on('error', reject).end();
+      })
+        .on('error', reject)
+        .end();
     });
     assert.deepEqual(JSON.parse(body), { protocol: 'https' });
   } finally {

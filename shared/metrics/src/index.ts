@@ -1,3 +1,3 @@
-export { createMetrics, type Metrics, type MetricsOptions } from './registry.js';
-export { metricsPlugin, type MetricsPluginOptions } from './plugin.js';
 export { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+export { type MetricsPluginOptions, metricsPlugin } from './plugin.js';
+export { createMetrics, type Metrics, type MetricsOptions } from './registry.js';

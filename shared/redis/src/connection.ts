@@ -1,4 +1,4 @@
-import { Redis, type RedisOptions as IORedisOptions } from 'ioredis';
+import { type RedisOptions as IORedisOptions, Redis } from 'ioredis';
 
 /**
  * Where Redis lives. Only `standalone` is implemented; the union is the seam where Sentinel

@@ -11,7 +11,10 @@ after(async () => {
 });
 
 test('only redis:// and rediss:// URLs are accepted', () => {
-  assert.throws(() => parseRedisOptions('http://127.0.0.1:6379'), /REDIS_URL: expected redis:\/\/ or rediss:\/\//);
+  assert.throws(
+    () => parseRedisOptions('http://127.0.0.1:6379'),
+    /REDIS_URL: expected redis:\/\/ or rediss:\/\//,
+  );
   assert.equal(parseRedisOptions('rediss://user:pw@host:6380/2').topology.kind, 'standalone');
 });
 

@@ -3,7 +3,14 @@ import { after, before, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { stopTestRedis, testRedisUrl, uniquePrefix } from '@herald/testkit';
 import type { Redis } from 'ioredis';
-import { createRedis, keyspace, loadScripts, parseRedisOptions, pipelineScript, runScript } from '../src/index.js';
+import {
+  createRedis,
+  keyspace,
+  loadScripts,
+  parseRedisOptions,
+  pipelineScript,
+  runScript,
+} from '../src/index.js';
 
 const scripts = loadScripts(fileURLToPath(new URL('./lua/', import.meta.url)));
 let redis: Redis;
@@ -47,7 +54,12 @@ test('refuses a call with the wrong number of keys', async () => {
 test('queues scripts on a pipeline by SHA', async () => {
   const space = keyspace(uniquePrefix('pipeline'));
   await runScript(redis, script('pair'), [space.key('a'), space.key('b')], ['1', '2']);
-  const results = await pipelineScript(redis.pipeline(), script('pair'), [space.key('a'), space.key('b')], ['3', '4']).exec();
+  const results = await pipelineScript(
+    redis.pipeline(),
+    script('pair'),
+    [space.key('a'), space.key('b')],
+    ['3', '4'],
+  ).exec();
   assert.deepEqual(results, [[null, ['3', '4']]]);
   await redis.del(space.key('a'), space.key('b'));
 });

@@ -72,12 +72,17 @@ export class RedisServer {
     const child = spawn(
       'redis-server',
       [
-        '--port', String(this.port),
-        '--bind', '127.0.0.1',
-        '--save', '',
+        '--port',
+        String(this.port),
+        '--bind',
+        '127.0.0.1',
+        '--save',
+        '',
         ...durability,
-        '--dir', this.directory,
-        '--logfile', join(this.directory, 'log'),
+        '--dir',
+        this.directory,
+        '--logfile',
+        join(this.directory, 'log'),
       ],
       { stdio: 'ignore' },
     );
