@@ -8,8 +8,9 @@
 // Idempotent and safe to run concurrently (node's test runner starts test files in parallel):
 // the first caller takes a directory lock, the others wait for the binary to appear.
 //
-// Usage: node scripts/fetch-helm.mjs            → prints the absolute path of the helm binary
-//        node scripts/fetch-helm.mjs --env      → prints HELM_*_HOME exports for a shell
+// Usage: node scripts/fetch-helm.mjs          → prints the absolute path of the helm binary
+//        node scripts/fetch-helm.mjs --env    → prints HELM_*_HOME exports for a shell
+//        node scripts/fetch-helm.mjs --json   → prints {"helm": path, "env": {HELM_*_HOME}}
 
 import { execFileSync } from 'node:child_process';
 import { accessSync, constants, mkdirSync, mkdtempSync, renameSync, rmSync, statSync } from 'node:fs';
@@ -119,7 +120,9 @@ export function ensureHelm() {
 
 if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
   const binary = ensureHelm();
-  if (process.argv.includes('--env')) {
+  if (process.argv.includes('--json')) {
+    console.log(JSON.stringify({ helm: binary, env: helmEnvironment() }));
+  } else if (process.argv.includes('--env')) {
     for (const [name, value] of Object.entries(helmEnvironment())) console.log(`export ${name}=${value}`);
   } else {
     console.log(binary);
