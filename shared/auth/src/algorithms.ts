@@ -11,11 +11,7 @@ export const RSA_ALGORITHMS = ['RS256', 'RS384', 'RS512'] as const;
 export const EC_ALGORITHMS = ['ES256', 'ES384', 'ES512'] as const;
 export const EDDSA_ALGORITHMS = ['EdDSA'] as const;
 
-export const ASYMMETRIC_ALGORITHMS = [
-  ...RSA_ALGORITHMS,
-  ...EC_ALGORITHMS,
-  ...EDDSA_ALGORITHMS,
-] as const;
+export const ASYMMETRIC_ALGORITHMS = [...RSA_ALGORITHMS, ...EC_ALGORITHMS, ...EDDSA_ALGORITHMS] as const;
 
 export const SUPPORTED_ALGORITHMS = [...HMAC_ALGORITHMS, ...ASYMMETRIC_ALGORITHMS] as const;
 
