@@ -1,0 +1,20 @@
+--[[
+  Removes a consumer group's state from one queue.
+  KEYS[1]  <base>cfg
+  ARGV[1]  base: <prefix>{<queue>}:
+  ARGV[2]  group (URI-encoded)
+  Returns 1 if the group existed in this queue, else 0.
+]]
+--@include broker
+
+local base, g = ARGV[1], ARGV[2]
+local existed = redis.call('HDEL', base .. 'groups', g)
+for _, p in ipairs(redis.call('HKEYS', base .. 'parts')) do
+  local lease = redis.call('HGET', ckey(base, p, g), 'lease')
+  if lease then release_lease(base, p, g, lease) end
+  redis.call('DEL', ckey(base, p, g), base .. 'a:' .. p .. ':' .. g, base .. 'rc:' .. p .. ':' .. g,
+    base .. 'r:' .. p .. ':' .. g)
+end
+redis.call('DEL', base .. 'ready:' .. g)
+redis.call('HDEL', base .. 'stats', 'resolved:' .. g)
+return existed

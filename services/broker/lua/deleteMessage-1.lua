@@ -1,0 +1,18 @@
+--[[
+  Deletes one message (by partition and transactionId) from a queue.
+  KEYS[1]  <base>cfg
+  ARGV[1]  base: <prefix>{<queue>}:
+  ARGV[2]  partition (URI-encoded)
+  ARGV[3]  transactionId
+  Returns 1 when deleted, 0 when not found.
+]]
+--@include broker
+
+local base, p, txn = ARGV[1], ARGV[2], ARGV[3]
+local d = redis.call('HGET', base .. 'd:' .. p, txn)
+if not d then return 0 end
+local id = string.match(d, '^(%S+)')
+redis.call('HDEL', base .. 'd:' .. p, txn)
+local n = redis.call('XDEL', base .. 's:' .. p, id)
+if n > 0 then redis.call('HINCRBY', base .. 'stats', 'size', -n) end
+return 1

@@ -1,0 +1,27 @@
+--[[
+  Deletes a queue: its messages, partitions, groups, leases, dead letters and counters.
+  KEYS[1]  <base>cfg
+  ARGV[1]  base: <prefix>{<queue>}:
+  Returns the partition ids that existed (so the caller can drop them from the global index).
+]]
+--@include broker
+
+local base = ARGV[1]
+local groups = redis.call('HKEYS', base .. 'groups')
+local parts = redis.call('HGETALL', base .. 'parts')
+local ids = {}
+for i = 1, #parts, 2 do
+  local p = parts[i]
+  ids[#ids + 1] = parts[i + 1]
+  redis.call('DEL', base .. 's:' .. p, base .. 'd:' .. p)
+  for _, g in ipairs(groups) do
+    local lease = redis.call('HGET', ckey(base, p, g), 'lease')
+    if lease then redis.call('DEL', base .. 'lease:' .. lease) end
+    redis.call('DEL', ckey(base, p, g), base .. 'a:' .. p .. ':' .. g, base .. 'rc:' .. p .. ':' .. g,
+      base .. 'r:' .. p .. ':' .. g)
+  end
+end
+for _, g in ipairs(groups) do redis.call('DEL', base .. 'ready:' .. g) end
+redis.call('DEL', base .. 'cfg', base .. 'parts', base .. 'pids', base .. 'groups', base .. 'leases',
+  base .. 'dlq', base .. 'trim', base .. 'stats')
+return ids

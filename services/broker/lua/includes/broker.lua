@@ -1,0 +1,317 @@
+--[[
+  Shared functions, inlined by the script loader where a script says `--@include broker`.
+
+  Key layout under one queue's base `<prefix>{<queue>}:` (every key of a queue shares one
+  hash tag, so every script touches one Redis Cluster slot). Partition and group names arrive
+  URI-encoded (no ':' inside), so the keys below are unambiguous:
+    cfg                 hash   queue options, namespace, task, createdAt
+    parts / pids        hash   partition -> partitionId / partitionId -> partition
+    groups              hash   group -> start position for partitions it has never read
+    ready:<g>           zset   partition -> earliest time (ms) group g may find work there
+                               (now: deliverable; lease expiry; retry delay; delayed message)
+    leases              zset   "<p>\n<g>" -> lease expiry (ms), for the lease sweep
+    lease:<leaseId>     set    "<p>\n<g>" held by one lease (expires with the lease)
+    s:<p>               stream the partition's messages (id = time-ordered stream id)
+    d:<p>               hash   transactionId -> "<streamId> <messageId>" (dedup, while retained)
+    c:<p>:<g>           hash   pos (last position with everything before resolved), lease,
+                               exp, upto (last id of the leased batch), n (batch size),
+                               nb (not-before: retry delay)
+    a:<p>:<g>           set    ids after pos already resolved (acked, dead-lettered, expired)
+    r:<p>:<g>           set    ids answered (any status) under the current lease
+    rc:<p>:<g>          hash   id -> failed attempts (acks with status failed, lease expiries)
+    dlq                 stream dead letters
+    trim                zset   partition -> next time retention must look at it
+    stats               hash   pushed, size (retained entries), resolved:<g>, dlq, expiries
+]]
+
+local function now_ms()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+local function fmt(n)
+  return string.format('%.0f', n)
+end
+
+local function id_ms(id)
+  return tonumber(string.match(id, '^(%d+)'))
+end
+
+-- -1, 0, 1 comparing two stream ids
+local function id_cmp(a, b)
+  local am, as = string.match(a, '^(%d+)-(%d+)$')
+  local bm, bs = string.match(b, '^(%d+)-(%d+)$')
+  am = tonumber(am); bm = tonumber(bm)
+  if am ~= bm then
+    if am < bm then return -1 else return 1 end
+  end
+  as = tonumber(as); bs = tonumber(bs)
+  if as == bs then return 0 elseif as < bs then return -1 else return 1 end
+end
+
+local function queue_config(base)
+  local v = redis.call('HMGET', base .. 'cfg', 'leaseTime', 'retryLimit', 'retryDelay',
+    'delayedProcessing', 'windowBuffer', 'maxSize', 'ttl', 'retentionSeconds',
+    'completedRetentionSeconds', 'deadLetterQueue')
+  return {
+    leaseTime = tonumber(v[1]) or 300,
+    retryLimit = tonumber(v[2]) or 3,
+    retryDelay = tonumber(v[3]) or 0,
+    delayedProcessing = tonumber(v[4]) or 0,
+    windowBuffer = tonumber(v[5]) or 0,
+    maxSize = tonumber(v[6]) or 0,
+    ttl = tonumber(v[7]) or 0,
+    retentionSeconds = tonumber(v[8]) or 0,
+    completedRetentionSeconds = tonumber(v[9]) or 0,
+    deadLetterQueue = v[10] ~= 'false',
+  }
+end
+
+local function ckey(base, p, g) return base .. 'c:' .. p .. ':' .. g end
+
+local function group_start(base, g)
+  return redis.call('HGET', base .. 'groups', g) or '0-0'
+end
+
+local function position(base, p, g)
+  return redis.call('HGET', ckey(base, p, g), 'pos') or group_start(base, g)
+end
+
+-- Moves pos over ids already resolved, so the resolved set stays small.
+local function advance(base, p, g)
+  local ck = ckey(base, p, g)
+  local aset = base .. 'a:' .. p .. ':' .. g
+  local pending = redis.call('SCARD', aset)
+  if pending == 0 then return end
+  local pos = position(base, p, g)
+  local moved = false
+  while true do
+    -- pos can move past at most |resolved| entries: read no more than that (in-order acks: 1).
+    local entries = redis.call('XRANGE', base .. 's:' .. p, '(' .. pos, '+', 'COUNT', math.min(pending, 64))
+    if #entries == 0 then break end
+    local stop = false
+    for _, e in ipairs(entries) do
+      if redis.call('SREM', aset, e[1]) == 1 then
+        pos = e[1]; moved = true
+        redis.call('HDEL', base .. 'rc:' .. p .. ':' .. g, e[1])
+      else
+        stop = true
+        break
+      end
+    end
+    if stop then break end
+  end
+  if moved then redis.call('HSET', ck, 'pos', pos) end
+end
+
+local function field(e, name)
+  local f = e[2]
+  for i = 1, #f, 2 do
+    if f[i] == name then return f[i + 1] end
+  end
+  return false
+end
+
+local function dead_letter(base, p, g, id, err, attempts, now)
+  local e = redis.call('XRANGE', base .. 's:' .. p, id, id)
+  if #e == 0 then return end
+  local m = e[1]
+  redis.call('XADD', base .. 'dlq', '*', 'p', p, 'g', g, 'sid', id,
+    'm', field(m, 'm') or '', 't', field(m, 't') or '', 'tr', field(m, 'tr') or '',
+    'd', field(m, 'd') or 'null', 's', field(m, 's') or '', 'err', err or '',
+    'rc', attempts, 'at', fmt(now))
+  redis.call('HINCRBY', base .. 'stats', 'dlq', 1)
+end
+
+-- Marks one message resolved for group g (acked, dead-lettered or expired).
+local function resolve(base, p, g, id)
+  if redis.call('SADD', base .. 'a:' .. p .. ':' .. g, id) == 1 then
+    redis.call('HINCRBY', base .. 'stats', 'resolved:' .. g, 1)
+  end
+end
+
+local function release_lease(base, p, g, lease)
+  redis.call('HDEL', ckey(base, p, g), 'lease', 'exp', 'upto', 'n')
+  redis.call('DEL', base .. 'r:' .. p .. ':' .. g)
+  redis.call('ZREM', base .. 'leases', p .. '\n' .. g)
+  if lease then redis.call('SREM', base .. 'lease:' .. lease, p .. '\n' .. g) end
+end
+
+local function has_unresolved(base, p, g)
+  local pos = position(base, p, g)
+  local aset = base .. 'a:' .. p .. ':' .. g
+  local from = '(' .. pos
+  while true do
+    local entries = redis.call('XRANGE', base .. 's:' .. p, from, '+', 'COUNT', 32)
+    if #entries == 0 then return false end
+    for _, e in ipairs(entries) do
+      if redis.call('SISMEMBER', aset, e[1]) == 0 then return true end
+      from = '(' .. e[1]
+    end
+  end
+end
+
+-- After a lease ends: schedule the partition for group g, or drop it from the ready set.
+local function reschedule(base, p, g, now)
+  local nb = tonumber(redis.call('HGET', ckey(base, p, g), 'nb') or '0')
+  if has_unresolved(base, p, g) then
+    local at = now
+    if nb > now then at = nb end
+    redis.call('ZADD', base .. 'ready:' .. g, at, p)
+  else
+    redis.call('ZREM', base .. 'ready:' .. g, p)
+  end
+end
+
+-- Counts one failed attempt for a message; dead-letters it past retryLimit.
+-- Returns true when dead-lettered.
+local function fail_attempt(base, p, g, id, err, cfg, now)
+  local attempts = redis.call('HINCRBY', base .. 'rc:' .. p .. ':' .. g, id, 1)
+  if attempts > cfg.retryLimit then
+    if cfg.deadLetterQueue then dead_letter(base, p, g, id, err, attempts, now) end
+    resolve(base, p, g, id)
+    return true
+  end
+  if cfg.retryDelay > 0 then
+    redis.call('HSET', ckey(base, p, g), 'nb', fmt(now + cfg.retryDelay))
+  end
+  return false
+end
+
+-- An expired lease: every message of the batch left unanswered counts one failed attempt
+-- (broker.md: a lease expiry is an attempt), then the partition is rescheduled.
+local function expire_lease(base, p, g, cfg, now)
+  local ck = ckey(base, p, g)
+  local st = redis.call('HMGET', ck, 'lease', 'upto')
+  if not st[1] then return 0 end
+  local pos = position(base, p, g)
+  local aset = base .. 'a:' .. p .. ':' .. g
+  local rset = base .. 'r:' .. p .. ':' .. g
+  if st[2] then
+    local entries = redis.call('XRANGE', base .. 's:' .. p, '(' .. pos, st[2])
+    for _, e in ipairs(entries) do
+      if redis.call('SISMEMBER', aset, e[1]) == 0 and redis.call('SISMEMBER', rset, e[1]) == 0 then
+        fail_attempt(base, p, g, e[1], 'Lease expired', cfg, now)
+      end
+    end
+  end
+  redis.call('HINCRBY', base .. 'stats', 'expiries', 1)
+  release_lease(base, p, g, st[1])
+  advance(base, p, g)
+  reschedule(base, p, g, now)
+  return 1
+end
+
+local function schedule_trim(base, p, at)
+  redis.call('ZADD', base .. 'trim', 'NX', at, p)
+end
+
+-- Appends the items of one queue. items: list of {p, pid, txn, mid, trace, data, sub}.
+-- Returns per item {status, messageId} (status 1 queued, 0 duplicate) or nil, size when full.
+local function push_items(base, items, cfg, now, namespace, task)
+  local cfgkey = base .. 'cfg'
+  if redis.call('HSETNX', cfgkey, 'createdAt', fmt(now)) == 1 then
+    redis.call('HSET', cfgkey, 'namespace', namespace, 'task', task)
+  end
+  local seen = {}
+  local fresh = 0
+  local results = {}
+  for i, it in ipairs(items) do
+    local key = it[1] .. '\n' .. it[3]
+    local existing = seen[key]
+    if not existing then
+      local d = redis.call('HGET', base .. 'd:' .. it[1], it[3])
+      if d then existing = string.match(d, ' (.*)$') end
+    end
+    if existing then
+      results[i] = { 0, existing }
+    else
+      seen[key] = it[4]
+      fresh = fresh + 1
+      results[i] = { 1, it[4] }
+    end
+  end
+  if cfg.maxSize > 0 then
+    local size = tonumber(redis.call('HGET', base .. 'stats', 'size') or '0')
+    if size + fresh > cfg.maxSize then return nil, size end
+  end
+  local groups = redis.call('HKEYS', base .. 'groups')
+  local touched = {}
+  for i, it in ipairs(items) do
+    if results[i][1] == 1 then
+      local p = it[1]
+      local id = redis.call('XADD', base .. 's:' .. p, '*', 'm', it[4], 't', it[3], 'tr', it[5],
+        'd', it[6], 's', it[7])
+      redis.call('HSET', base .. 'd:' .. p, it[3], id .. ' ' .. it[4])
+      if not touched[p] then
+        touched[p] = true
+        redis.call('HSET', base .. 'parts', p, it[2])
+        redis.call('HSET', base .. 'pids', it[2], p)
+        for _, g in ipairs(groups) do
+          redis.call('ZADD', base .. 'ready:' .. g, 'NX', now, p)
+        end
+        local horizon = 0
+        if cfg.retentionSeconds > 0 then horizon = cfg.retentionSeconds end
+        if cfg.ttl > 0 and (horizon == 0 or cfg.ttl < horizon) then horizon = cfg.ttl end
+        if horizon > 0 then schedule_trim(base, p, now + horizon * 1000) end
+      end
+    end
+  end
+  if fresh > 0 then
+    redis.call('HINCRBY', base .. 'stats', 'pushed', fresh)
+    redis.call('HINCRBY', base .. 'stats', 'size', fresh)
+  end
+  return results
+end
+
+-- Checks an ack without changing anything. Returns id, error.
+local function check_ack(base, p, g, txn, lease, now)
+  local d = redis.call('HGET', base .. 'd:' .. p, txn)
+  if not d then return nil, 'Message not found' end
+  local id = string.match(d, '^(%S+)')
+  if lease ~= '' then
+    local st = redis.call('HMGET', ckey(base, p, g), 'lease', 'exp')
+    if st[1] ~= lease or tonumber(st[2] or '0') <= now then
+      return nil, 'Invalid or expired lease'
+    end
+  end
+  local pos = position(base, p, g)
+  if id_cmp(id, pos) <= 0 or redis.call('SISMEMBER', base .. 'a:' .. p .. ':' .. g, id) == 1 then
+    return nil, 'Message already acknowledged'
+  end
+  return id, nil
+end
+
+-- Applies one ack (status completed|success|failed|retry|dlq). Returns ok, err, released, dlq.
+local function apply_ack(base, p, g, txn, status, lease, errtext, cfg, now)
+  local id, err = check_ack(base, p, g, txn, lease, now)
+  if not id then return 0, err, 0, 0 end
+  local ck = ckey(base, p, g)
+  local st = redis.call('HMGET', ck, 'lease', 'exp', 'upto', 'n')
+  local leased = st[1] and tonumber(st[2] or '0') > now and st[3] and id_cmp(id, st[3]) <= 0
+  local dlq = 0
+  if status == 'completed' or status == 'success' then
+    resolve(base, p, g, id)
+  elseif status == 'dlq' then
+    if cfg.deadLetterQueue then
+      dead_letter(base, p, g, id, errtext, tonumber(redis.call('HGET', base .. 'rc:' .. p .. ':' .. g, id) or '0'), now)
+    end
+    resolve(base, p, g, id)
+    dlq = 1
+  else
+    if fail_attempt(base, p, g, id, errtext, cfg, now) then dlq = 1 end
+  end
+  local released = 0
+  if leased then
+    local rset = base .. 'r:' .. p .. ':' .. g
+    redis.call('SADD', rset, id)
+    if redis.call('SCARD', rset) >= tonumber(st[4] or '0') then
+      release_lease(base, p, g, st[1])
+      released = 1
+    end
+  end
+  advance(base, p, g)
+  if released == 1 or not st[1] then reschedule(base, p, g, now) end
+  schedule_trim(base, p, now + cfg.completedRetentionSeconds * 1000)
+  return 1, nil, released, dlq
+end

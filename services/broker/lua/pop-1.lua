@@ -1,0 +1,120 @@
+--[[
+  Leases up to `batch` messages of one queue for one consumer group.
+  KEYS[1]  <base>cfg (routes the script to the queue's slot)
+  ARGV[1]  base: <prefix>{<queue>}:
+  ARGV[2]  group (URI-encoded)
+  ARGV[3]  partition (URI-encoded), '' for any partition
+  ARGV[4]  batch: global cap on delivered messages
+  ARGV[5]  maxPartitions: partitions one call may lease (wildcard pop)
+  ARGV[6]  leaseId for this pop
+  ARGV[7]  subscription start for a new group: '0-0' (all) or a position ('<ms-1>-<max>')
+  Returns { nextReadyAt, { partition, partitionId, leaseId, expiresAt, { {streamId, messageId,
+  transactionId, traceId, data, producerSub, retryCount}... } }... }. nextReadyAt (ms, 0 if none)
+  tells a parked long-poll when a delayed, retried or leased partition becomes poppable.
+]]
+--@include broker
+
+local base, g, only = ARGV[1], ARGV[2], ARGV[3]
+local batch = tonumber(ARGV[4])
+local max_partitions = tonumber(ARGV[5])
+local lease_id = ARGV[6]
+local now = now_ms()
+local cfg = queue_config(base)
+local ready = base .. 'ready:' .. g
+
+if redis.call('HSETNX', base .. 'groups', g, ARGV[7]) == 1 then
+  -- A new group: every existing partition may hold work for it (once per group, not per pop).
+  local parts = redis.call('HKEYS', base .. 'parts')
+  for _, p in ipairs(parts) do redis.call('ZADD', ready, 'NX', now, p) end
+end
+
+local candidates
+if only ~= '' then
+  if redis.call('HEXISTS', base .. 'parts', only) == 0 then return { 0, {} } end
+  candidates = { only }
+else
+  candidates = redis.call('ZRANGEBYSCORE', ready, '-inf', now, 'LIMIT', 0, max_partitions + 16)
+end
+
+local out = {}
+local remaining = batch
+local claimed = 0
+for _, p in ipairs(candidates) do
+  if remaining <= 0 or claimed >= max_partitions then break end
+  local ck = ckey(base, p, g)
+  local st = redis.call('HMGET', ck, 'lease', 'exp', 'nb')
+  local skip_until = nil
+  if st[1] then
+    local exp = tonumber(st[2] or '0')
+    if exp > now then skip_until = exp else expire_lease(base, p, g, cfg, now) end
+  end
+  if not skip_until then
+    local nb = tonumber(redis.call('HGET', ck, 'nb') or '0')
+    if nb > now then skip_until = nb end
+  end
+  local stream = base .. 's:' .. p
+  if not skip_until and cfg.windowBuffer > 0 then
+    local last = redis.call('XREVRANGE', stream, '+', '-', 'COUNT', 1)
+    if #last > 0 and id_ms(last[1][1]) + cfg.windowBuffer * 1000 > now then
+      skip_until = id_ms(last[1][1]) + cfg.windowBuffer * 1000
+    end
+  end
+  if skip_until then
+    redis.call('ZADD', ready, skip_until, p)
+  else
+    local aset = base .. 'a:' .. p .. ':' .. g
+    local from = '(' .. position(base, p, g)
+    local picked = {}
+    local visible_at = nil
+    local expired_any = false
+    while #picked < remaining and not visible_at do
+      local entries = redis.call('XRANGE', stream, from, '+', 'COUNT', remaining - #picked + 8)
+      if #entries == 0 then break end
+      for _, e in ipairs(entries) do
+        if #picked >= remaining then break end
+        local id = e[1]
+        from = '(' .. id
+        if redis.call('SISMEMBER', aset, id) == 0 then
+          local ms = id_ms(id)
+          if cfg.ttl > 0 and ms + cfg.ttl * 1000 <= now then
+            resolve(base, p, g, id)
+            expired_any = true
+          elseif cfg.delayedProcessing > 0 and ms + cfg.delayedProcessing * 1000 > now then
+            visible_at = ms + cfg.delayedProcessing * 1000
+            break
+          else
+            picked[#picked + 1] = e
+          end
+        end
+      end
+    end
+    if expired_any then advance(base, p, g) end
+    if #picked == 0 then
+      if visible_at then redis.call('ZADD', ready, visible_at, p) else redis.call('ZREM', ready, p) end
+    else
+      local exp = now + cfg.leaseTime * 1000
+      local upto = picked[#picked][1]
+      redis.call('HSET', ck, 'lease', lease_id, 'exp', fmt(exp), 'upto', upto, 'n', #picked)
+      redis.call('DEL', base .. 'r:' .. p .. ':' .. g)
+      redis.call('ZADD', ready, exp, p)
+      redis.call('ZADD', base .. 'leases', exp, p .. '\n' .. g)
+      local lkey = base .. 'lease:' .. lease_id
+      redis.call('SADD', lkey, p .. '\n' .. g)
+      redis.call('PEXPIREAT', lkey, exp + 60000)
+      local rc = base .. 'rc:' .. p .. ':' .. g
+      local msgs = {}
+      for i, e in ipairs(picked) do
+        msgs[i] = { e[1], field(e, 'm') or '', field(e, 't') or '', field(e, 'tr') or '',
+          field(e, 'd') or 'null', field(e, 's') or '', tonumber(redis.call('HGET', rc, e[1]) or '0') }
+      end
+      out[#out + 1] = { p, redis.call('HGET', base .. 'parts', p) or '', lease_id, fmt(exp), msgs }
+      remaining = remaining - #picked
+      claimed = claimed + 1
+    end
+  end
+end
+
+local next_ready = 0
+local first = redis.call('ZRANGE', ready, 0, 0, 'WITHSCORES')
+if #first > 0 then next_ready = tonumber(first[2]) end
+return { fmt(next_ready), out }

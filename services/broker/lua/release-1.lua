@@ -1,0 +1,23 @@
+--[[
+  Gives back a lease without counting an attempt (the pop's client went away before the
+  response was written, so nothing was delivered).
+  KEYS[1]  <base>cfg
+  ARGV[1]  base: <prefix>{<queue>}:
+  ARGV[2]  leaseId
+  ARGV[3..] pairs: partition (URI-encoded), group (URI-encoded)
+  Returns the number of leases released.
+]]
+--@include broker
+
+local base, lease = ARGV[1], ARGV[2]
+local now = now_ms()
+local released = 0
+for i = 3, #ARGV, 2 do
+  local p, g = ARGV[i], ARGV[i + 1]
+  if redis.call('HGET', ckey(base, p, g), 'lease') == lease then
+    release_lease(base, p, g, lease)
+    reschedule(base, p, g, now)
+    released = released + 1
+  end
+end
+return released

@@ -1,0 +1,33 @@
+--[[
+  Moves dead letters back into their partition as new messages (same transactionId, payload,
+  trace and producer; a new message id). Every group of the queue sees the requeued message.
+  KEYS[1]  <base>cfg
+  ARGV[1]  base: <prefix>{<queue>}:
+  ARGV[2..] pairs: dead-letter stream id, new messageId
+  Returns the number requeued.
+]]
+--@include broker
+
+local base = ARGV[1]
+local now = now_ms()
+local groups = redis.call('HKEYS', base .. 'groups')
+local count = 0
+for i = 2, #ARGV, 2 do
+  local e = redis.call('XRANGE', base .. 'dlq', ARGV[i], ARGV[i])
+  if #e > 0 then
+    local m = e[1]
+    local p = field(m, 'p')
+    local txn = field(m, 't')
+    local old = redis.call('HGET', base .. 'd:' .. p, txn)
+    if old then redis.call('XDEL', base .. 's:' .. p, string.match(old, '^(%S+)')) end
+    local id = redis.call('XADD', base .. 's:' .. p, '*', 'm', ARGV[i + 1], 't', txn, 'tr', field(m, 'tr') or '',
+      'd', field(m, 'd') or 'null', 's', field(m, 's') or '')
+    redis.call('HSET', base .. 'd:' .. p, txn, id .. ' ' .. ARGV[i + 1])
+    if not old then redis.call('HINCRBY', base .. 'stats', 'size', 1) end
+    redis.call('XDEL', base .. 'dlq', ARGV[i])
+    redis.call('HINCRBY', base .. 'stats', 'dlq', -1)
+    for _, g in ipairs(groups) do redis.call('ZADD', base .. 'ready:' .. g, 'NX', now, p) end
+    count = count + 1
+  end
+end
+return count

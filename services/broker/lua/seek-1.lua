@@ -1,0 +1,35 @@
+--[[
+  Moves a consumer group's position in one queue (all partitions, or one) to the end or to a
+  timestamp; clears its leases, resolved sets and retry counts there (replay or skip).
+  KEYS[1]  <base>cfg
+  ARGV[1]  base: <prefix>{<queue>}:
+  ARGV[2]  group (URI-encoded)
+  ARGV[3]  partition (URI-encoded), '' for every partition
+  ARGV[4]  target: 'end' or a position ('<ms-1>-<max>' = from that time on)
+  Returns the number of partitions moved.
+]]
+--@include broker
+
+local base, g, only, target = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+local now = now_ms()
+redis.call('HSETNX', base .. 'groups', g, '0-0')
+local parts
+if only ~= '' then
+  if redis.call('HEXISTS', base .. 'parts', only) == 0 then return 0 end
+  parts = { only }
+else
+  parts = redis.call('HKEYS', base .. 'parts')
+end
+for _, p in ipairs(parts) do
+  local pos = target
+  if target == 'end' then
+    local last = redis.call('XREVRANGE', base .. 's:' .. p, '+', '-', 'COUNT', 1)
+    if #last > 0 then pos = last[1][1] else pos = '0-0' end
+  end
+  local lease = redis.call('HGET', ckey(base, p, g), 'lease')
+  if lease then release_lease(base, p, g, lease) end
+  redis.call('DEL', ckey(base, p, g), base .. 'a:' .. p .. ':' .. g, base .. 'rc:' .. p .. ':' .. g)
+  redis.call('HSET', ckey(base, p, g), 'pos', pos)
+  reschedule(base, p, g, now)
+end
+return #parts

@@ -1,0 +1,26 @@
+--[[
+  Expires the leases of one queue whose time has passed (each unanswered message counts one
+  failed attempt; past retryLimit it is dead-lettered).
+  KEYS[1]  <base>cfg
+  ARGV[1]  base: <prefix>{<queue>}:
+  ARGV[2]  limit: leases handled per call
+  Returns { expired, { group... } } (groups with a partition made poppable again).
+]]
+--@include broker
+
+local base = ARGV[1]
+local now = now_ms()
+local cfg = queue_config(base)
+local due = redis.call('ZRANGEBYSCORE', base .. 'leases', '-inf', now, 'LIMIT', 0, tonumber(ARGV[2]))
+local expired = 0
+local groups = {}
+for _, m in ipairs(due) do
+  local p, g = string.match(m, '^(.-)\n(.*)$')
+  local exp = tonumber(redis.call('HGET', ckey(base, p, g), 'exp') or '0')
+  if exp <= now then
+    expired = expired + expire_lease(base, p, g, cfg, now)
+    groups[#groups + 1] = g
+    redis.call('ZREM', base .. 'leases', m)
+  end
+end
+return { expired, groups }

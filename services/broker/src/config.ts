@@ -1,0 +1,26 @@
+import { boolean, duration, enumOf, integer, list, string } from '@herald/config';
+import { httpSettings } from '@herald/http';
+import { brokerAuthSettings } from './auth.js';
+
+/** Every environment variable the broker reads (docs/broker.md lists them with defaults). */
+export const brokerSpec = {
+  ...httpSettings(6632),
+  /** Unset: the in-process backend (one node, nothing survives a restart). */
+  REDIS_URL: string(),
+  /** Prefix of every Redis key the broker writes (hash tags are added per queue). */
+  BROKER_KEY_PREFIX: string({ default: 'herald:broker:' }),
+  DEFAULT_BATCH_SIZE: integer({ default: 1, min: 1, max: 10_000 }),
+  /** Long-poll timeout (ms) when a pop asks `wait=true` without `timeout`. */
+  DEFAULT_TIMEOUT: duration({ default: 30_000 }),
+  /** Maintenance intervals (BullMQ job schedulers with the Redis backend). */
+  BROKER_LEASE_SWEEP_INTERVAL: duration({ default: 1000, min: 50 }),
+  BROKER_RETENTION_INTERVAL: duration({ default: 5000, min: 50 }),
+  BROKER_STATS_INTERVAL: duration({ default: 5000, min: 50 }),
+  ...brokerAuthSettings,
+} as const;
+
+export { boolean, enumOf, list };
+
+export type BrokerConfig = {
+  readonly [K in keyof typeof brokerSpec]: ReturnType<(typeof brokerSpec)[K]['read']>;
+};

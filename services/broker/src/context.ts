@@ -1,0 +1,14 @@
+import type { FastifyBaseLogger } from 'fastify';
+import type { LongPoll } from './long-poll.js';
+import type { BrokerMetrics } from './metrics.js';
+import type { BrokerStorage } from './storage.js';
+
+/** What the domain modules (push, pop, ack, lease, transaction) work with. */
+export interface BrokerContext {
+  readonly storage: BrokerStorage;
+  readonly metrics: BrokerMetrics;
+  readonly longPoll: LongPoll;
+  readonly log: FastifyBaseLogger;
+  readonly defaultBatchSize: number;
+  readonly defaultTimeout: number;
+}

@@ -1,0 +1,45 @@
+/**
+ * Typed errors of the broker, each with a code and the HTTP status the edge maps it to
+ * (fastify's FST_ERR_* habit). Routes never invent status codes for domain failures.
+ */
+export class BrokerError extends Error {
+  override readonly name: string = 'BrokerError';
+  constructor(
+    readonly code: string,
+    readonly statusCode: number,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+export const invalidRequest = (message: string) =>
+  new BrokerError('HERALD_BROKER_INVALID_REQUEST', 400, message);
+
+export const notFound = (message: string) => new BrokerError('HERALD_BROKER_NOT_FOUND', 404, message);
+
+/** A push that would exceed the queue's maxSize: nothing of that queue's items is stored. */
+export const queueFull = (queue: string, size: number, maxSize: number) =>
+  new BrokerError(
+    'HERALD_BROKER_QUEUE_FULL',
+    429,
+    `Queue '${queue}' is full: ${size} of maxSize ${maxSize} messages retained`,
+  );
+
+export const maintenanceMode = () =>
+  new BrokerError('HERALD_BROKER_MAINTENANCE', 503, 'Broker is in maintenance mode: pushes are refused');
+
+export const storageUnavailable = (cause: unknown) =>
+  new BrokerError(
+    'HERALD_BROKER_STORAGE_UNAVAILABLE',
+    503,
+    `Storage unavailable: ${cause instanceof Error ? cause.message : String(cause)}`,
+  );
+
+/** Transactions spanning queues need one Lua script over several hash slots. */
+export const crossSlotTransaction = () =>
+  new BrokerError(
+    'HERALD_BROKER_CROSS_SLOT_TRANSACTION',
+    400,
+    'A transaction may only touch one queue when the broker runs on Redis Cluster',
+  );

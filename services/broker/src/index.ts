@@ -1,0 +1,126 @@
+import type { AddressInfo } from 'node:net';
+import { createServerKit } from '@herald/http';
+import { createMetrics } from '@herald/metrics';
+import type { FastifyInstance, FastifyServerOptions } from 'fastify';
+import { brokerAuthPlugin } from './auth.js';
+import type { BrokerConfig } from './config.js';
+import type { BrokerContext } from './context.js';
+import { LongPoll } from './long-poll.js';
+import { type Maintenance, startMemoryMaintenance, startRedisMaintenance } from './maintenance.js';
+import { createBrokerMetrics } from './metrics.js';
+import { registerConventions } from './routes/common.js';
+import { registerConsumerGroupRoutes } from './routes/consumer-groups.js';
+import { registerDataPlaneRoutes } from './routes/data-plane.js';
+import { registerResourceRoutes } from './routes/resources.js';
+import { registerStatusRoutes } from './routes/status.js';
+import { registerTraceRoutes } from './routes/traces.js';
+import type { BrokerStorage } from './storage.js';
+import { MemoryStorage } from './storage-memory.js';
+import { RedisStorage } from './storage-redis.js';
+import { LIMITS } from './validation.js';
+
+export { authConfigProblem, classifyBrokerRoute } from './auth.js';
+export { type BrokerConfig, brokerSpec } from './config.js';
+export type { BrokerStorage } from './storage.js';
+export { MemoryStorage } from './storage-memory.js';
+export { RedisStorage } from './storage-redis.js';
+
+export interface Broker {
+  readonly app: FastifyInstance;
+  readonly address: AddressInfo;
+  readonly url: string;
+  readonly storage: BrokerStorage;
+  /** Graceful stop: parked pops answer, in-flight requests finish, connections close. */
+  close(): Promise<void>;
+  exitOnSignals(): void;
+}
+
+export interface StartOptions {
+  /** Extra fastify options (tests pass `logger: false`). */
+  readonly fastify?: Omit<FastifyServerOptions, 'https' | 'http2'>;
+}
+
+/** Starts one broker node: storage, maintenance, HTTP listener. */
+export async function startBroker(config: BrokerConfig, options: StartOptions = {}): Promise<Broker> {
+  const metrics = createMetrics({ defaultLabels: { service: 'broker' } });
+  let storage: BrokerStorage | undefined;
+  const brokerMetrics = createBrokerMetrics(metrics, () => storage);
+  const kit = createServerKit({
+    name: 'broker',
+    config,
+    metrics,
+    metricsPaths: ['/metrics', '/metrics/prometheus'],
+    bodyLimit: LIMITS.bodyLimitBytes,
+    ...(options.fastify ? { fastify: options.fastify } : {}),
+  });
+  const { app, lifecycle } = kit;
+  if (config.REDIS_URL) {
+    storage = new RedisStorage({
+      url: config.REDIS_URL,
+      prefix: config.BROKER_KEY_PREFIX,
+      commandDuration: metrics.redisCommandDuration,
+    });
+  } else {
+    storage = new MemoryStorage();
+    app.log.warn(
+      'REDIS_URL is not set: using the in-process backend (one node; messages do not survive a restart)',
+    );
+  }
+  const activeStorage = storage;
+  const longPoll = new LongPoll(activeStorage, (parked) => brokerMetrics.parkedLongPolls.set(parked));
+  const context: BrokerContext = {
+    storage: activeStorage,
+    metrics: brokerMetrics,
+    longPoll,
+    log: app.log,
+    defaultBatchSize: config.DEFAULT_BATCH_SIZE,
+    defaultTimeout: config.DEFAULT_TIMEOUT,
+  };
+  const intervals = {
+    leaseSweepMs: config.BROKER_LEASE_SWEEP_INTERVAL,
+    retentionMs: config.BROKER_RETENTION_INTERVAL,
+    statsMs: config.BROKER_STATS_INTERVAL,
+  };
+  const maintenance: Maintenance = config.REDIS_URL
+    ? await startRedisMaintenance({
+        storage: activeStorage,
+        metrics: brokerMetrics,
+        redisUrl: config.REDIS_URL,
+        keyPrefix: config.BROKER_KEY_PREFIX,
+        intervals,
+        log: app.log,
+      })
+    : startMemoryMaintenance({ storage: activeStorage, metrics: brokerMetrics, intervals, log: app.log });
+
+  await app.register(brokerAuthPlugin, {
+    settings: config,
+    onFailure: (reason) => brokerMetrics.authFailures.inc({ reason }),
+  });
+  registerConventions(app);
+  registerDataPlaneRoutes(app, context);
+  registerResourceRoutes(app, context);
+  registerConsumerGroupRoutes(app, context);
+  registerTraceRoutes(app, context);
+  registerStatusRoutes(app, context, maintenance);
+
+  lifecycle.addReadinessCheck('storage', () => activeStorage.ready());
+  // Parked pops answer 204 at once so the listener can close without waiting for timeouts.
+  lifecycle.onDrain(async () => longPoll.close());
+  app.addHook('onClose', async () => {
+    longPoll.close();
+    await maintenance.close();
+    await activeStorage.close();
+  });
+
+  const address = await kit.listen();
+  const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+  const scheme = config.TLS_CERT_FILE ? 'https' : 'http';
+  return {
+    app,
+    address,
+    url: `${scheme}://${host === '0.0.0.0' || host === '[::]' ? '127.0.0.1' : host}:${address.port}`,
+    storage: activeStorage,
+    close: () => kit.shutdown('close'),
+    exitOnSignals: () => kit.exitOnSignals(),
+  };
+}

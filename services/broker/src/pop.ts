@@ -1,0 +1,129 @@
+import type { BrokerContext } from './context.js';
+import { invalidRequest } from './errors.js';
+import { newId } from './identifiers.js';
+import { type PopRequest, type PopResult, QUEUE_MODE, type SubscriptionStart } from './storage.js';
+import { booleanParam, integer, LIMITS, name, timestamp } from './validation.js';
+
+export interface PopOptions {
+  readonly request: PopRequest;
+  readonly wait: boolean;
+  readonly timeout: number;
+  readonly autoAck: boolean;
+}
+
+/** Query parameters of `GET /api/v1/pop/queue/:queue[/partition/:partition]` (Queen's names). */
+export function parsePopQuery(
+  context: BrokerContext,
+  params: { queue?: unknown; partition?: unknown },
+  query: Record<string, unknown>,
+): PopOptions {
+  const queue = name(params.queue, 'queue');
+  const partition = params.partition === undefined ? undefined : name(params.partition, 'partition');
+  const group = query.consumerGroup === undefined ? QUEUE_MODE : name(query.consumerGroup, 'consumerGroup');
+  const mode = query.subscriptionMode;
+  let subscription: SubscriptionStart = { mode: 'all' };
+  if (query.subscriptionFrom !== undefined && query.subscriptionFrom !== '') {
+    subscription =
+      query.subscriptionFrom === 'now'
+        ? { mode: 'new' }
+        : { mode: 'from', at: timestamp(query.subscriptionFrom, 'subscriptionFrom') };
+  } else if (mode === 'new' || mode === 'new-only') {
+    subscription = { mode: 'new' };
+  } else if (mode !== undefined && mode !== '' && mode !== 'all') {
+    throw invalidRequest('subscriptionMode must be all or new (or give subscriptionFrom)');
+  }
+  return {
+    request: {
+      queue,
+      partition,
+      group,
+      batch: integer(query.batch, 'batch', context.defaultBatchSize, 1, LIMITS.maxBatch),
+      maxPartitions:
+        partition === undefined
+          ? integer(query.partitions, 'partitions', 1, 1, LIMITS.maxPartitionsPerPop)
+          : 1,
+      leaseId: '',
+      subscription,
+    },
+    wait: booleanParam(query.wait, 'wait', false),
+    timeout: integer(query.timeout, 'timeout', context.defaultTimeout, 0, LIMITS.maxTimeoutMs),
+    autoAck: booleanParam(query.autoAck, 'autoAck', false),
+  };
+}
+
+function count(result: PopResult): number {
+  return result.partitions.reduce((total, p) => total + p.messages.length, 0);
+}
+
+/**
+ * Pops, long-polling when asked. `clientGone()` is checked before each attempt and after a
+ * successful one: a pop whose client disconnected gives its leases back (broker.md: it must
+ * not lease anything). Resolves with undefined when there is nothing to deliver.
+ */
+export async function pop(
+  context: BrokerContext,
+  options: PopOptions,
+  signal: AbortSignal,
+): Promise<PopResult | undefined> {
+  const deadline = Date.now() + (options.wait ? options.timeout : 0);
+  const { storage } = context;
+  for (;;) {
+    if (signal.aborted) return undefined;
+    if ((await storage.flags()).popMaintenanceMode) return undefined;
+    const request = { ...options.request, leaseId: newId() };
+    const result = await storage.pop(request);
+    if (count(result) > 0) {
+      if (signal.aborted) {
+        await storage.release(result, request.group);
+        return undefined;
+      }
+      if (options.autoAck) {
+        // Acked only once the client is known to be there: a lease first, then the ack.
+        await storage.ack(
+          result.partitions.flatMap((popped) =>
+            popped.messages.map((message) => ({
+              transactionId: message.transactionId,
+              partitionId: popped.partitionId,
+              status: 'completed' as const,
+              group: request.group,
+              leaseId: popped.leaseId,
+              error: null,
+            })),
+          ),
+        );
+      }
+      for (const popped of result.partitions) {
+        context.metrics.popped.inc({ queue: popped.queue }, popped.messages.length);
+        if (options.autoAck)
+          context.metrics.acked.inc({ queue: popped.queue, status: 'completed' }, popped.messages.length);
+      }
+      return result;
+    }
+    if (!options.wait || Date.now() >= deadline || context.longPoll.isClosed) return undefined;
+    await context.longPoll.wait(options.request.queue, result.nextReadyAt, deadline, signal);
+  }
+}
+
+function escapeText(value: string | null): string {
+  return value === null ? 'null' : JSON.stringify(value);
+}
+
+/**
+ * The 200 body, built as text so stored payloads (already JSON) are spliced in without a
+ * parse/serialize round trip.
+ */
+export function popResponseBody(result: PopResult, group: string): string {
+  const [first] = result.partitions;
+  if (!first) throw new Error('empty pop result');
+  const groupText = JSON.stringify(group);
+  const parts: string[] = [];
+  for (const popped of result.partitions) {
+    const common = `,"queue":${JSON.stringify(popped.queue)},"partitionId":${JSON.stringify(popped.partitionId)},"partition":${JSON.stringify(popped.partition)},"leaseId":${JSON.stringify(popped.leaseId)},"consumerGroup":${groupText}`;
+    for (const message of popped.messages) {
+      parts.push(
+        `{"id":${JSON.stringify(message.id)},"transactionId":${JSON.stringify(message.transactionId)},"traceId":${escapeText(message.traceId)},"data":${message.data},"producerSub":${escapeText(message.producerSub)},"createdAt":"${new Date(message.createdAt).toISOString()}","retryCount":${message.retryCount}${common}}`,
+      );
+    }
+  }
+  return `{"success":true,"queue":${JSON.stringify(first.queue)},"partition":${JSON.stringify(first.partition)},"partitionId":${JSON.stringify(first.partitionId)},"leaseId":${JSON.stringify(first.leaseId)},"consumerGroup":${groupText},"partitionsClaimed":${result.partitions.length},"messages":[${parts.join(',')}]}`;
+}

@@ -1,0 +1,53 @@
+import type { BrokerContext } from './context.js';
+import { invalidRequest, maintenanceMode } from './errors.js';
+import { newId } from './identifiers.js';
+import { DEFAULT_PARTITION, type PushItem, type PushResult } from './storage.js';
+import { isObject, LIMITS, name, optionalString } from './validation.js';
+
+/**
+ * One push item from the wire. `producerSub` comes from the verified token only: a
+ * `producerSub` in the body is ignored (broker-authentication seed).
+ */
+export function parsePushItem(raw: unknown, producerSub: string | undefined, where: string): PushItem {
+  if (!isObject(raw)) throw invalidRequest(`${where} must be an object`);
+  const queue = name(raw.queue, `${where}.queue`);
+  const partition =
+    raw.partition === undefined ? DEFAULT_PARTITION : name(raw.partition, `${where}.partition`);
+  const data =
+    raw.payload === undefined
+      ? raw.data === undefined
+        ? '{}'
+        : JSON.stringify(raw.data)
+      : JSON.stringify(raw.payload);
+  if (Buffer.byteLength(data) > LIMITS.maxPayloadBytes) {
+    throw invalidRequest(`${where}.payload exceeds ${LIMITS.maxPayloadBytes} bytes`);
+  }
+  return {
+    queue,
+    partition,
+    transactionId: optionalString(raw.transactionId, `${where}.transactionId`) ?? newId(),
+    messageId: newId(),
+    traceId: optionalString(raw.traceId, `${where}.traceId`),
+    data,
+    producerSub: producerSub || null,
+  };
+}
+
+export function parsePushBody(body: unknown, producerSub: string | undefined): PushItem[] {
+  if (!isObject(body) || !Array.isArray(body.items)) throw invalidRequest('items array is required');
+  if (body.items.length > LIMITS.maxPushItems) {
+    throw invalidRequest(`items must hold at most ${LIMITS.maxPushItems} entries`);
+  }
+  return body.items.map((item, index) => parsePushItem(item, producerSub, `items[${index}]`));
+}
+
+/** Stores items; resolves only after Redis acknowledged the write (the 201 promise). */
+export async function push(context: BrokerContext, items: PushItem[]): Promise<PushResult[]> {
+  if (items.length === 0) return [];
+  if ((await context.storage.flags()).maintenanceMode) throw maintenanceMode();
+  const results = await context.storage.push(items);
+  for (const result of results) {
+    if (result.status === 'queued') context.metrics.pushed.inc({ queue: result.queueName });
+  }
+  return results;
+}

@@ -1,0 +1,61 @@
+import type { FastifyError, FastifyInstance, FastifyReply } from 'fastify';
+import { BrokerError } from '../errors.js';
+
+const CORS_HEADERS = {
+  'access-control-allow-origin': '*',
+  'access-control-allow-methods': 'GET, POST, PUT, DELETE, OPTIONS',
+  'access-control-allow-headers': 'Content-Type, Authorization, X-Request-Id',
+  'access-control-max-age': '86400',
+};
+
+/**
+ * Wire conventions shared by every route (broker.md): JSON bodies (malformed → 400 with a
+ * message), CORS on responses, OPTIONS → 204, errors as `{"error":"…"}` with the status the
+ * typed error carries; anything unexpected is a 500 (or 503 when storage is unreachable).
+ */
+export function registerConventions(app: FastifyInstance): void {
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('*', { parseAs: 'string' }, (_request, body, done) => {
+    const text = String(body);
+    if (text.trim() === '') return done(null, undefined);
+    try {
+      done(null, JSON.parse(text));
+    } catch (error) {
+      done(
+        new BrokerError('HERALD_BROKER_INVALID_JSON', 400, `Invalid JSON body: ${(error as Error).message}`),
+        undefined,
+      );
+    }
+  });
+
+  app.addHook('onSend', async (_request, reply) => {
+    reply.headers(CORS_HEADERS);
+  });
+
+  app.options('*', async (_request, reply) => reply.code(204).send());
+
+  app.setNotFoundHandler(async (request, reply) =>
+    reply.code(404).send({ error: `Route ${request.method} ${request.url.split('?')[0]} not found` }),
+  );
+
+  app.setErrorHandler(async (error: FastifyError | BrokerError | Error, request, reply: FastifyReply) => {
+    if (error instanceof BrokerError) return reply.code(error.statusCode).send({ error: error.message });
+    const status = (error as FastifyError).statusCode;
+    if (typeof status === 'number' && status >= 400 && status < 500) {
+      return reply.code(status).send({ error: error.message });
+    }
+    const unreachable =
+      /ECONNREFUSED|Connection is closed|ETIMEDOUT|LOADING|READONLY|MaxRetriesPerRequest/i.test(
+        `${error.name} ${error.message}`,
+      );
+    request.log.error({ err: error }, 'request failed');
+    return reply
+      .code(unreachable ? 503 : 500)
+      .send({ error: unreachable ? `Storage unavailable: ${error.message}` : 'Internal server error' });
+  });
+}
+
+/** Sends a JSON text that was built by hand (pop bodies splice stored payloads in). */
+export function sendJsonText(reply: FastifyReply, status: number, text: string): FastifyReply {
+  return reply.code(status).type('application/json; charset=utf-8').send(text);
+}

@@ -1,0 +1,126 @@
+import type { FastifyInstance } from 'fastify';
+import type { BrokerContext } from '../context.js';
+import { invalidRequest, notFound } from '../errors.js';
+import type { SeekTarget } from '../storage.js';
+import { integer, isObject, name, timestamp } from '../validation.js';
+
+interface GroupView {
+  name: string;
+  queues: { queue: string; resolved: number; lag: number }[];
+  totalLag: number;
+}
+
+async function groups(context: BrokerContext): Promise<Map<string, GroupView>> {
+  const stats = new Map((await context.storage.cachedStats()).map((s) => [s.queue, s]));
+  const views = new Map<string, GroupView>();
+  for (const queue of await context.storage.listQueues()) {
+    for (const group of await context.storage.groupsOf(queue.name)) {
+      const view = views.get(group) ?? { name: group, queues: [], totalLag: 0 };
+      const entry = stats.get(queue.name)?.groups.find((g) => g.group === group);
+      view.queues.push({ queue: queue.name, resolved: entry?.resolved ?? 0, lag: entry?.lag ?? 0 });
+      view.totalLag += entry?.lag ?? 0;
+      views.set(group, view);
+    }
+  }
+  return views;
+}
+
+function parseSeek(body: unknown): SeekTarget {
+  if (!isObject(body)) throw invalidRequest('body must be a JSON object');
+  if (body.toEnd === true) return { toEnd: true };
+  if (body.timestamp !== undefined) return { timestamp: timestamp(body.timestamp, 'timestamp') };
+  throw invalidRequest('toEnd:true or timestamp is required');
+}
+
+/** Consumer groups: listing, lag, deletion, subscription changes and seek (replay/skip). */
+export function registerConsumerGroupRoutes(app: FastifyInstance, context: BrokerContext): void {
+  const { storage } = context;
+
+  app.get('/api/v1/consumer-groups', async () => ({ consumerGroups: [...(await groups(context)).values()] }));
+
+  app.get('/api/v1/consumer-groups/lagging', async (request) => {
+    const minLag = integer(
+      (request.query as Record<string, unknown>).minLag,
+      'minLag',
+      1,
+      0,
+      Number.MAX_SAFE_INTEGER,
+    );
+    return { consumerGroups: [...(await groups(context)).values()].filter((g) => g.totalLag >= minLag) };
+  });
+
+  app.get<{ Params: { group: string } }>('/api/v1/consumer-groups/:group', async (request) => {
+    const view = (await groups(context)).get(request.params.group);
+    if (!view) throw notFound(`Consumer group '${request.params.group}' not found`);
+    return view;
+  });
+
+  app.delete<{ Params: { group: string } }>('/api/v1/consumer-groups/:group', async (request) => {
+    const deletedFrom: string[] = [];
+    for (const queue of await storage.listQueues()) {
+      if (await storage.deleteGroup(queue.name, request.params.group)) deletedFrom.push(queue.name);
+    }
+    if (deletedFrom.length === 0) throw notFound(`Consumer group '${request.params.group}' not found`);
+    return { deleted: true, consumerGroup: request.params.group, queues: deletedFrom };
+  });
+
+  app.delete<{ Params: { group: string; queue: string } }>(
+    '/api/v1/consumer-groups/:group/queues/:queue',
+    async (request) => {
+      if (!(await storage.deleteGroup(request.params.queue, request.params.group))) {
+        throw notFound(
+          `Consumer group '${request.params.group}' not found on queue '${request.params.queue}'`,
+        );
+      }
+      return { deleted: true, consumerGroup: request.params.group, queue: request.params.queue };
+    },
+  );
+
+  /** `{queue?, subscriptionMode: all|new, subscriptionFrom?}`: re-positions the group. */
+  app.post<{ Params: { group: string } }>('/api/v1/consumer-groups/:group/subscription', async (request) => {
+    const body = request.body;
+    if (!isObject(body)) throw invalidRequest('body must be a JSON object');
+    let target: SeekTarget;
+    if (body.subscriptionFrom !== undefined)
+      target = { timestamp: timestamp(body.subscriptionFrom, 'subscriptionFrom') };
+    else if (body.subscriptionMode === 'new') target = { toEnd: true };
+    else if (body.subscriptionMode === 'all') target = { timestamp: 0 };
+    else throw invalidRequest('subscriptionMode (all|new) or subscriptionFrom is required');
+    const group = name(request.params.group, 'group');
+    const queues =
+      body.queue === undefined
+        ? (await storage.listQueues()).map((q) => q.name)
+        : [name(body.queue, 'queue')];
+    let partitions = 0;
+    for (const queue of queues) {
+      if (body.queue === undefined && !(await storage.groupsOf(queue)).includes(group)) continue;
+      partitions += await storage.seek(queue, group, undefined, target);
+    }
+    return { success: true, consumerGroup: group, partitions };
+  });
+
+  app.post<{ Params: { group: string; queue: string } }>(
+    '/api/v1/consumer-groups/:group/queues/:queue/seek',
+    async (request) => {
+      if (!(await storage.getQueue(request.params.queue)))
+        throw notFound(`Queue '${request.params.queue}' not found`);
+      const partitions = await storage.seek(
+        request.params.queue,
+        request.params.group,
+        undefined,
+        parseSeek(request.body),
+      );
+      return { success: true, consumerGroup: request.params.group, queue: request.params.queue, partitions };
+    },
+  );
+
+  app.post<{ Params: { group: string; queue: string; partition: string } }>(
+    '/api/v1/consumer-groups/:group/queues/:queue/partitions/:partition/seek',
+    async (request) => {
+      const { group, queue, partition } = request.params;
+      const partitions = await storage.seek(queue, group, partition, parseSeek(request.body));
+      if (partitions === 0) throw notFound(`Partition '${partition}' of queue '${queue}' not found`);
+      return { success: true, consumerGroup: group, queue, partition };
+    },
+  );
+}

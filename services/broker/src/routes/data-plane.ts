@@ -1,0 +1,88 @@
+import type { FastifyInstance } from 'fastify';
+import { ack, parseAckBody, parseBatchAckBody } from '../ack.js';
+import type { BrokerContext } from '../context.js';
+import { invalidRequest } from '../errors.js';
+import { namespaceAndTask } from '../identifiers.js';
+import { extendLease, parseExtendBody } from '../lease.js';
+import { parsePopQuery, pop, popResponseBody } from '../pop.js';
+import { parsePushBody, push } from '../push.js';
+import { DEFAULT_QUEUE_OPTIONS, type QueueOptions } from '../storage.js';
+import { parseTransactionBody, runTransaction } from '../transaction.js';
+import { isObject, name, optionalString } from '../validation.js';
+import { sendJsonText } from './common.js';
+
+function parseQueueOptions(raw: unknown): Partial<QueueOptions> {
+  if (raw === undefined || raw === null) return {};
+  if (!isObject(raw)) throw invalidRequest('options must be an object');
+  const options: Record<string, number | boolean> = {};
+  for (const [key, value] of Object.entries(raw)) {
+    if (!(key in DEFAULT_QUEUE_OPTIONS)) continue;
+    const expected = typeof DEFAULT_QUEUE_OPTIONS[key as keyof QueueOptions];
+    if (expected === 'boolean') {
+      if (typeof value !== 'boolean') throw invalidRequest(`options.${key} must be a boolean`);
+    } else if (typeof value !== 'number' || !Number.isInteger(value) || value < 0 || value > 2_147_483_647) {
+      throw invalidRequest(`options.${key} must be a non-negative integer`);
+    }
+    options[key] = value;
+  }
+  if (options.leaseTime === 0) throw invalidRequest('options.leaseTime must be at least 1 second');
+  return options as Partial<QueueOptions>;
+}
+
+/** Configure, push, pop, ack, transaction, lease extension: HTTP parsing and mapping only. */
+export function registerDataPlaneRoutes(app: FastifyInstance, context: BrokerContext): void {
+  app.post('/api/v1/configure', async (request) => {
+    const body = request.body;
+    if (!isObject(body)) throw invalidRequest('body must be a JSON object');
+    const queue = name(body.queue, 'queue');
+    const derived = namespaceAndTask(queue);
+    const names = {
+      namespace: optionalString(body.namespace, 'namespace') ?? derived.namespace,
+      task: optionalString(body.task, 'task') ?? derived.task,
+    };
+    const info = await context.storage.configure(queue, parseQueueOptions(body.options), names);
+    return { configured: true, queue, namespace: info.namespace, task: info.task, options: info.options };
+  });
+
+  app.post('/api/v1/push', async (request, reply) => {
+    const items = parsePushBody(request.body, request.identity?.sub);
+    return reply.code(201).send(await push(context, items));
+  });
+
+  const popHandler = async (
+    request: { params: unknown; query: unknown; raw: NodeJS.EventEmitter },
+    reply: import('fastify').FastifyReply,
+  ) => {
+    const options = parsePopQuery(
+      context,
+      request.params as { queue?: unknown; partition?: unknown },
+      request.query as Record<string, unknown>,
+    );
+    // The client is gone when the response socket closes before we answered.
+    const aborted = new AbortController();
+    const onClose = () => {
+      if (!reply.raw.writableFinished) aborted.abort();
+    };
+    reply.raw.on('close', onClose);
+    try {
+      const result = await pop(context, options, aborted.signal);
+      if (!result) return reply.code(204).send();
+      return sendJsonText(reply, 200, popResponseBody(result, options.request.group));
+    } finally {
+      reply.raw.off('close', onClose);
+    }
+  };
+  app.get('/api/v1/pop/queue/:queue', popHandler);
+  app.get('/api/v1/pop/queue/:queue/partition/:partition', popHandler);
+
+  app.post('/api/v1/ack', async (request) => ack(context, parseAckBody(request.body)));
+  app.post('/api/v1/ack/batch', async (request) => ack(context, parseBatchAckBody(request.body)));
+
+  app.post('/api/v1/transaction', async (request) =>
+    runTransaction(context, parseTransactionBody(request.body, request.identity?.sub)),
+  );
+
+  app.post<{ Params: { leaseId: string } }>('/api/v1/lease/:leaseId/extend', async (request) =>
+    extendLease(context, request.params.leaseId, parseExtendBody(request.body)),
+  );
+}

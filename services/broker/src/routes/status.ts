@@ -1,0 +1,102 @@
+import type { FastifyInstance } from 'fastify';
+import type { BrokerContext } from '../context.js';
+import { invalidRequest, notFound } from '../errors.js';
+import type { Maintenance } from '../maintenance.js';
+import { isObject } from '../validation.js';
+
+/** Status views, the stats refresh and the maintenance toggles (admin), health. */
+export function registerStatusRoutes(
+  app: FastifyInstance,
+  context: BrokerContext,
+  maintenance: Maintenance,
+): void {
+  const { storage } = context;
+  const startedAt = Date.now();
+
+  app.get('/health', async () => ({ status: 'healthy', backend: storage.kind }));
+
+  app.get('/api/v1/status', async () => {
+    const stats = await storage.cachedStats();
+    return {
+      status: 'ok',
+      backend: storage.kind,
+      uptimeSeconds: Math.round((Date.now() - startedAt) / 1000),
+      queues: stats.length,
+      messages: {
+        pending: stats.reduce((t, s) => t + s.pending, 0),
+        retained: stats.reduce((t, s) => t + s.retained, 0),
+        pushed: stats.reduce((t, s) => t + s.pushed, 0),
+      },
+      deadLetters: stats.reduce((t, s) => t + s.deadLetters, 0),
+      activeLeases: stats.reduce((t, s) => t + s.activeLeases, 0),
+      parkedLongPolls: context.longPoll.parkedCount,
+      statsAt: stats.length > 0 ? new Date(Math.min(...stats.map((s) => s.at))).toISOString() : null,
+    };
+  });
+
+  app.get('/api/v1/status/queues', async () => ({ queues: await storage.cachedStats() }));
+
+  app.get<{ Params: { queue: string } }>('/api/v1/status/queues/:queue', async (request) => {
+    const stats = (await storage.cachedStats()).find((s) => s.queue === request.params.queue);
+    if (!stats)
+      throw notFound(`Queue '${request.params.queue}' not found (or not in the stats snapshot yet)`);
+    return stats;
+  });
+
+  app.get('/api/v1/status/analytics', async () => {
+    const stats = await storage.cachedStats();
+    return {
+      queues: stats.map((s) => ({
+        queue: s.queue,
+        pushed: s.pushed,
+        pending: s.pending,
+        oldestPendingAgeSeconds: s.oldestPendingAgeSeconds,
+        leaseExpiries: s.leaseExpiries,
+        deadLetters: s.deadLetters,
+      })),
+    };
+  });
+
+  app.post('/api/v1/stats/refresh', async () => {
+    await maintenance.refreshStats();
+    return { success: true, queues: (await storage.cachedStats()).length };
+  });
+
+  const readEnabled = (body: unknown): boolean => {
+    if (!isObject(body) || typeof body.enabled !== 'boolean')
+      throw invalidRequest('enabled (boolean) is required');
+    return body.enabled;
+  };
+
+  app.get('/api/v1/system/maintenance', async () => {
+    const flags = await storage.flags();
+    return {
+      maintenanceMode: flags.maintenanceMode,
+      popMaintenanceMode: flags.popMaintenanceMode,
+      bufferedMessages: 0,
+    };
+  });
+  app.post('/api/v1/system/maintenance', async (request) => {
+    const flags = await storage.setFlags({ maintenanceMode: readEnabled(request.body) });
+    return {
+      maintenanceMode: flags.maintenanceMode,
+      bufferedMessages: 0,
+      message: flags.maintenanceMode
+        ? 'Maintenance mode ENABLED. Pushes are refused with 503 (no file buffer).'
+        : 'Maintenance mode DISABLED.',
+    };
+  });
+  app.get('/api/v1/system/maintenance/pop', async () => {
+    const flags = await storage.flags();
+    return { popMaintenanceMode: flags.popMaintenanceMode };
+  });
+  app.post('/api/v1/system/maintenance/pop', async (request) => {
+    const flags = await storage.setFlags({ popMaintenanceMode: readEnabled(request.body) });
+    return {
+      popMaintenanceMode: flags.popMaintenanceMode,
+      message: flags.popMaintenanceMode
+        ? 'Pop maintenance mode ENABLED: pops answer 204.'
+        : 'Pop maintenance mode DISABLED.',
+    };
+  });
+}

@@ -1,0 +1,794 @@
+import type { Histogram } from '@herald/metrics';
+import {
+  createRedis,
+  instrumentRedis,
+  parseRedisOptions,
+  probeRedis,
+  type Redis,
+  runScript,
+  type ScriptSet,
+} from '@herald/redis';
+import { queueFull } from './errors.js';
+import { namespaceAndTask, newId, partitionIdOf, positionBefore, streamIdTime } from './identifiers.js';
+import { loadBrokerScripts } from './scripts.js';
+import {
+  type AckInput,
+  type AckResult,
+  type BrokerStorage,
+  DEFAULT_QUEUE_OPTIONS,
+  type DeadLetter,
+  type LeaseExtension,
+  type LeaseSweep,
+  type MessageView,
+  type PopRequest,
+  type PopResult,
+  type PushItem,
+  type PushResult,
+  type QueueInfo,
+  type QueueOptions,
+  type QueueStats,
+  type SeekTarget,
+  type SystemFlags,
+  type TraceEntry,
+  type TraceInput,
+  type TransactionOperation,
+  type TransactionOutcome,
+} from './storage.js';
+
+export interface RedisStorageOptions {
+  readonly url: string;
+  /** Prefix of every key (`herald:broker:`); each queue's keys add a hash tag after it. */
+  readonly prefix: string;
+  readonly commandDuration?: Histogram<'command'>;
+}
+
+const encode = encodeURIComponent;
+const decode = decodeURIComponent;
+const STATS_SAMPLE = 50;
+const TRACE_TTL_SECONDS = 7 * 24 * 3600;
+
+type Reply = string | number | null | Reply[];
+
+function parseOptions(hash: Record<string, string>): QueueOptions {
+  const options = { ...DEFAULT_QUEUE_OPTIONS } as Record<string, number | boolean>;
+  for (const [name, fallback] of Object.entries(DEFAULT_QUEUE_OPTIONS)) {
+    const raw = hash[name];
+    if (raw === undefined) continue;
+    options[name] = typeof fallback === 'boolean' ? raw === 'true' : Number(raw);
+  }
+  return options as unknown as QueueOptions;
+}
+
+function fieldsOf(entry: [string, string[]]): Record<string, string> {
+  const fields: Record<string, string> = {};
+  const list = entry[1];
+  for (let index = 0; index + 1 < list.length; index += 2) {
+    fields[list[index] as string] = list[index + 1] as string;
+  }
+  return fields;
+}
+
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return text;
+  }
+}
+
+/**
+ * The Redis Streams backend. Every state change is one Lua script on one queue's hash slot
+ * (lua/*.lua); the few global keys (queue set, partition-id index, lease index, flags, stats,
+ * traces) are written by plain commands outside scripts so scripts stay single-slot.
+ */
+export class RedisStorage implements BrokerStorage {
+  readonly kind = 'redis';
+  private readonly redis: Redis;
+  private readonly subscriber: Redis;
+  private readonly scripts: ScriptSet;
+  private readonly prefix: string;
+  private readonly listeners = new Set<(queue: string) => void>();
+  private readonly knownQueues = new Set<string>();
+  private readonly knownPartitions = new Map<string, [string, string]>();
+  private flagCache: SystemFlags | undefined;
+
+  constructor(private readonly options: RedisStorageOptions) {
+    this.prefix = options.prefix;
+    this.redis = createRedis(parseRedisOptions(options.url, { connectionName: 'herald-broker' }));
+    if (options.commandDuration) instrumentRedis(this.redis, options.commandDuration);
+    this.subscriber = createRedis(
+      parseRedisOptions(options.url, { connectionName: 'herald-broker-notify', forSubscriber: true }),
+    );
+    // Outages surface through /readyz and failed requests; an unhandled 'error' event would crash.
+    this.redis.on('error', () => undefined);
+    this.subscriber.on('error', () => undefined);
+    this.scripts = loadBrokerScripts();
+    this.subscriber.on('message', (channel: string, message: string) => {
+      if (channel === this.key('control')) {
+        this.flagCache = undefined;
+        return;
+      }
+      for (const listener of this.listeners) listener(message);
+    });
+    // Re-subscribed by ioredis after a reconnect (autoResubscribe).
+    void this.subscriber.subscribe(this.key('notify'), this.key('control')).catch(() => undefined);
+  }
+
+  /** The URL given at construction (for BullMQ connections of the maintenance module). */
+  get url(): string {
+    return this.options.url;
+  }
+
+  private key(...parts: string[]): string {
+    return this.prefix + parts.join(':');
+  }
+
+  /** `<prefix>{<queue>}:`: every key of one queue shares this hash tag. */
+  private base(queue: string): string {
+    return `${this.prefix}{${encode(queue)}}:`;
+  }
+
+  private run<T = Reply>(name: string, keys: string[], args: (string | number)[]): Promise<T> {
+    const script = this.scripts.get(name);
+    if (!script) throw new Error(`missing Lua script ${name}`);
+    return runScript<T>(this.redis, script, keys, args);
+  }
+
+  private notify(queues: Iterable<string>): void {
+    for (const queue of new Set(queues)) {
+      void this.redis.publish(this.key('notify'), queue).catch(() => undefined);
+    }
+  }
+
+  onAvailable(listener: (queue: string) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  async ready(): Promise<string | undefined> {
+    const probe = await probeRedis(this.redis);
+    return probe.ok ? undefined : probe.error;
+  }
+
+  async close(): Promise<void> {
+    await Promise.allSettled([this.redis.quit(), this.subscriber.quit()]);
+    this.redis.disconnect();
+    this.subscriber.disconnect();
+  }
+
+  /** Global registrations (queue set, partition-id index), once per process per name. */
+  private async register(queue: string, partitions: Iterable<[string, string]>): Promise<void> {
+    const pending: Promise<unknown>[] = [];
+    if (!this.knownQueues.has(queue)) {
+      pending.push(this.redis.sadd(this.key('queues'), queue).then(() => this.knownQueues.add(queue)));
+    }
+    for (const [partition, partitionId] of partitions) {
+      if (this.knownPartitions.has(partitionId)) continue;
+      pending.push(
+        this.redis
+          .hset(this.key('pid'), partitionId, JSON.stringify([queue, partition]))
+          .then(() => this.knownPartitions.set(partitionId, [queue, partition])),
+      );
+    }
+    await Promise.all(pending);
+  }
+
+  private async resolvePartition(partitionId: string): Promise<[string, string] | undefined> {
+    const known = this.knownPartitions.get(partitionId);
+    if (known) return known;
+    const raw = await this.redis.hget(this.key('pid'), partitionId);
+    if (!raw) return undefined;
+    const pair = JSON.parse(raw) as [string, string];
+    this.knownPartitions.set(partitionId, pair);
+    return pair;
+  }
+
+  async configure(
+    queue: string,
+    options: Partial<QueueOptions>,
+    names: { namespace: string; task: string },
+  ): Promise<QueueInfo> {
+    const base = this.base(queue);
+    const fields: string[] = ['namespace', names.namespace, 'task', names.task];
+    for (const [name, value] of Object.entries(options)) fields.push(name, String(value));
+    await this.redis
+      .multi()
+      .hsetnx(`${base}cfg`, 'createdAt', String(Date.now()))
+      .hset(`${base}cfg`, ...fields)
+      .exec();
+    await this.register(queue, []);
+    return (await this.getQueue(queue)) as QueueInfo;
+  }
+
+  async push(items: PushItem[]): Promise<PushResult[]> {
+    const byQueue = new Map<string, { index: number; item: PushItem; partitionId: string }[]>();
+    items.forEach((item, index) => {
+      const list = byQueue.get(item.queue) ?? [];
+      list.push({ index, item, partitionId: partitionIdOf(item.queue, item.partition) });
+      byQueue.set(item.queue, list);
+    });
+    const results: PushResult[] = new Array(items.length);
+    const failures: Error[] = [];
+    await Promise.all(
+      [...byQueue].map(async ([queue, list]) => {
+        await this.register(
+          queue,
+          list.map(({ item, partitionId }) => [item.partition, partitionId] as [string, string]),
+        );
+        const base = this.base(queue);
+        const { namespace, task } = namespaceAndTask(queue);
+        const args: (string | number)[] = [base, namespace, task];
+        for (const { item, partitionId } of list) {
+          args.push(
+            encode(item.partition),
+            partitionId,
+            item.transactionId,
+            item.messageId,
+            item.traceId ?? '',
+            item.data,
+            item.producerSub ?? '',
+          );
+        }
+        const reply = await this.run<Reply[]>('push', [`${base}cfg`], args);
+        if (reply[0] === 'FULL') {
+          failures.push(queueFull(queue, Number(reply[1]), Number(reply[2])));
+          return;
+        }
+        const rows = reply[1] as [number, string][];
+        list.forEach(({ index, item, partitionId }, position) => {
+          const [queued, messageId] = rows[position] as [number, string];
+          results[index] = {
+            index,
+            transaction_id: item.transactionId,
+            status: queued === 1 ? 'queued' : 'duplicate',
+            message_id: messageId,
+            partition_id: partitionId,
+            trace_id: item.traceId,
+            queueName: queue,
+          };
+        });
+      }),
+    );
+    const [failure] = failures;
+    if (failure) throw failure;
+    this.notify(byQueue.keys());
+    return results;
+  }
+
+  async pop(request: PopRequest): Promise<PopResult> {
+    const base = this.base(request.queue);
+    const start =
+      request.subscription.mode === 'all'
+        ? '0-0'
+        : positionBefore(request.subscription.mode === 'new' ? Date.now() : request.subscription.at);
+    const reply = await this.run<[string, [string, string, string, string, Reply[][]][]]>(
+      'pop',
+      [`${base}cfg`],
+      [
+        base,
+        encode(request.group),
+        request.partition === undefined ? '' : encode(request.partition),
+        request.batch,
+        request.maxPartitions,
+        request.leaseId,
+        start,
+      ],
+    );
+    const partitions = reply[1].map(([partition, partitionId, leaseId, expiresAt, messages]) => ({
+      queue: request.queue,
+      partition: decode(partition),
+      partitionId,
+      leaseId,
+      leaseExpiresAt: Number(expiresAt),
+      messages: messages.map((row) => {
+        const [streamId, id, transactionId, traceId, data, producerSub, retryCount] = row as [
+          string,
+          string,
+          string,
+          string,
+          string,
+          string,
+          number,
+        ];
+        return {
+          id,
+          transactionId,
+          traceId: traceId === '' ? null : traceId,
+          data,
+          producerSub: producerSub === '' ? null : producerSub,
+          createdAt: streamIdTime(streamId),
+          retryCount: Number(retryCount),
+        };
+      }),
+    }));
+    const first = partitions[0];
+    if (first) {
+      // Lease extension names only the lease: this index finds its queue (and expires).
+      await this.redis.set(
+        this.key('lease', first.leaseId),
+        request.queue,
+        'PX',
+        Math.max(1000, first.leaseExpiresAt - Date.now() + 60_000),
+      );
+    }
+    return { partitions, nextReadyAt: Number(reply[0]) };
+  }
+
+  async release(result: PopResult, group: string): Promise<void> {
+    const byQueue = new Map<string, { leaseId: string; partitions: string[] }>();
+    for (const popped of result.partitions) {
+      const entry = byQueue.get(popped.queue) ?? { leaseId: popped.leaseId, partitions: [] };
+      entry.partitions.push(encode(popped.partition), encode(group));
+      byQueue.set(popped.queue, entry);
+    }
+    await Promise.all(
+      [...byQueue].map(([queue, { leaseId, partitions }]) => {
+        const base = this.base(queue);
+        return this.run('release', [`${base}cfg`], [base, leaseId, ...partitions]);
+      }),
+    );
+    this.notify(byQueue.keys());
+  }
+
+  async ack(acks: AckInput[]): Promise<AckResult[]> {
+    const results: AckResult[] = new Array(acks.length);
+    const byQueue = new Map<string, { index: number; ack: AckInput; partition: string }[]>();
+    await Promise.all(
+      acks.map(async (ack, index) => {
+        const resolved = await this.resolvePartition(ack.partitionId);
+        if (!resolved) {
+          results[index] = {
+            index,
+            transactionId: ack.transactionId,
+            success: false,
+            error: 'Message not found',
+            queueName: null,
+            partitionName: null,
+            leaseReleased: false,
+            dlq: false,
+          };
+          return;
+        }
+        const [queue, partition] = resolved;
+        const list = byQueue.get(queue) ?? [];
+        list.push({ index, ack, partition });
+        byQueue.set(queue, list);
+      }),
+    );
+    const wake: string[] = [];
+    await Promise.all(
+      [...byQueue].map(async ([queue, list]) => {
+        list.sort((a, b) => a.index - b.index);
+        const base = this.base(queue);
+        const args: string[] = [base];
+        for (const { ack, partition } of list) {
+          args.push(
+            encode(partition),
+            encode(ack.group),
+            ack.transactionId,
+            ack.status,
+            ack.leaseId ?? '',
+            ack.error ?? '',
+          );
+        }
+        const rows = await this.run<[number, string, number, number][]>('ack', [`${base}cfg`], args);
+        list.forEach(({ index, ack, partition }, position) => {
+          const [ok, error, released, dlq] = rows[position] as [number, string, number, number];
+          if (released === 1 || (ok === 1 && ack.status !== 'completed' && ack.status !== 'success')) {
+            wake.push(queue);
+          }
+          results[index] = {
+            index,
+            transactionId: ack.transactionId,
+            success: ok === 1,
+            error: ok === 1 ? null : error,
+            queueName: queue,
+            partitionName: partition,
+            leaseReleased: released === 1,
+            dlq: dlq === 1,
+          };
+        });
+      }),
+    );
+    this.notify(wake);
+    return results;
+  }
+
+  async transaction(operations: TransactionOperation[]): Promise<TransactionOutcome> {
+    const args: string[] = [];
+    const touched = new Set<string>();
+    const pushes: { queue: string; partitionId: string }[] = [];
+    for (const [index, operation] of operations.entries()) {
+      if (operation.type === 'push') {
+        const { item } = operation;
+        const partitionId = partitionIdOf(item.queue, item.partition);
+        await this.register(item.queue, [[item.partition, partitionId]]);
+        const { namespace, task } = namespaceAndTask(item.queue);
+        args.push(
+          'push',
+          this.base(item.queue),
+          namespace,
+          task,
+          encode(item.partition),
+          partitionId,
+          item.transactionId,
+          item.messageId,
+          item.traceId ?? '',
+          item.data,
+          item.producerSub ?? '',
+        );
+        touched.add(item.queue);
+        pushes[index] = { queue: item.queue, partitionId };
+      } else {
+        const { ack } = operation;
+        const resolved = await this.resolvePartition(ack.partitionId);
+        if (!resolved) return { success: false, error: 'Message not found', failedIndex: index };
+        const [queue, partition] = resolved;
+        args.push(
+          'ack',
+          this.base(queue),
+          encode(partition),
+          encode(ack.group),
+          ack.transactionId,
+          ack.status,
+          ack.leaseId ?? '',
+          ack.error ?? '',
+        );
+        touched.add(queue);
+      }
+    }
+    const reply = await this.run<Reply[]>('transaction', [], args);
+    if (reply[0] === 'FAIL') {
+      return { success: false, failedIndex: Number(reply[1]), error: String(reply[2]) };
+    }
+    const rows = reply[1] as Reply[][];
+    const results = operations.map((operation, index) => {
+      const row = rows[index] as Reply[];
+      if (operation.type === 'push') {
+        const push = pushes[index] as { queue: string; partitionId: string };
+        return {
+          index,
+          type: 'push' as const,
+          success: true as const,
+          transactionId: operation.item.transactionId,
+          messageId: String(row[2]),
+          partitionId: push.partitionId,
+          queueName: push.queue,
+          status: row[1] === 1 ? ('queued' as const) : ('duplicate' as const),
+        };
+      }
+      return {
+        index,
+        type: 'ack' as const,
+        success: true as const,
+        transactionId: operation.ack.transactionId,
+        error: null,
+        dlq: row[2] === 1,
+      };
+    });
+    this.notify(touched);
+    return { success: true, results };
+  }
+
+  async extendLease(leaseId: string, seconds: number): Promise<LeaseExtension> {
+    const queue = await this.redis.get(this.key('lease', leaseId));
+    if (!queue) return { leaseId, success: false, error: 'Lease not found', expiresAt: null };
+    const base = this.base(queue);
+    const [ok, value] = await this.run<[number, string]>(
+      'extendLease',
+      [`${base}cfg`],
+      [base, leaseId, seconds],
+    );
+    if (ok !== 1) return { leaseId, success: false, error: value, expiresAt: null };
+    const expiresAt = Number(value);
+    await this.redis.pexpireat(this.key('lease', leaseId), expiresAt + 60_000);
+    return { leaseId, success: true, error: null, expiresAt: new Date(expiresAt).toISOString() };
+  }
+
+  private async queueNames(): Promise<string[]> {
+    return (await this.redis.smembers(this.key('queues'))).sort();
+  }
+
+  async listQueues(): Promise<QueueInfo[]> {
+    const queues = await Promise.all((await this.queueNames()).map((queue) => this.getQueue(queue)));
+    return queues.filter((queue): queue is QueueInfo => queue !== undefined);
+  }
+
+  async getQueue(queue: string): Promise<QueueInfo | undefined> {
+    const base = this.base(queue);
+    const [config, partitions] = await Promise.all([
+      this.redis.hgetall(`${base}cfg`),
+      this.redis.hlen(`${base}parts`),
+    ]);
+    if (!config.createdAt) return undefined;
+    const names = namespaceAndTask(queue);
+    return {
+      name: queue,
+      namespace: config.namespace || names.namespace,
+      task: config.task || names.task,
+      createdAt: new Date(Number(config.createdAt)).toISOString(),
+      options: parseOptions(config),
+      partitions,
+    };
+  }
+
+  async deleteQueue(queue: string): Promise<boolean> {
+    const base = this.base(queue);
+    const exists = await this.redis.exists(`${base}cfg`);
+    const ids = await this.run<string[]>('deleteQueue', [`${base}cfg`], [base]);
+    await this.redis.srem(this.key('queues'), queue);
+    if (ids.length > 0) await this.redis.hdel(this.key('pid'), ...ids);
+    await this.redis.hdel(this.key('stats'), queue);
+    for (const id of ids) this.knownPartitions.delete(id);
+    this.knownQueues.delete(queue);
+    return exists === 1;
+  }
+
+  private view(
+    queue: string,
+    partition: string,
+    partitionId: string,
+    entry: [string, string[]],
+  ): MessageView {
+    const fields = fieldsOf(entry);
+    return {
+      id: fields.m ?? '',
+      transactionId: fields.t ?? '',
+      traceId: fields.tr || null,
+      queue,
+      partition,
+      partitionId,
+      data: parseJson(fields.d ?? 'null'),
+      producerSub: fields.s || null,
+      createdAt: new Date(streamIdTime(entry[0])).toISOString(),
+    };
+  }
+
+  async listMessages(filter: { queue: string; partition?: string; limit: number }): Promise<MessageView[]> {
+    const base = this.base(filter.queue);
+    const parts = await this.redis.hgetall(`${base}parts`);
+    const names = filter.partition === undefined ? Object.keys(parts) : [encode(filter.partition)];
+    const out: MessageView[] = [];
+    for (const name of names.sort()) {
+      if (out.length >= filter.limit) break;
+      const partitionId = parts[name];
+      if (!partitionId) continue;
+      const entries = (await this.redis.xrange(
+        `${base}s:${name}`,
+        '-',
+        '+',
+        'COUNT',
+        filter.limit - out.length,
+      )) as [string, string[]][];
+      for (const entry of entries) out.push(this.view(filter.queue, decode(name), partitionId, entry));
+    }
+    return out;
+  }
+
+  async getMessage(partitionId: string, transactionId: string): Promise<MessageView | undefined> {
+    const resolved = await this.resolvePartition(partitionId);
+    if (!resolved) return undefined;
+    const [queue, partition] = resolved;
+    const base = this.base(queue);
+    const dedup = await this.redis.hget(`${base}d:${encode(partition)}`, transactionId);
+    if (!dedup) return undefined;
+    const streamId = dedup.slice(0, dedup.indexOf(' '));
+    const entries = (await this.redis.xrange(`${base}s:${encode(partition)}`, streamId, streamId)) as [
+      string,
+      string[],
+    ][];
+    const [entry] = entries;
+    return entry ? this.view(queue, partition, partitionId, entry) : undefined;
+  }
+
+  async deleteMessage(partitionId: string, transactionId: string): Promise<boolean> {
+    const resolved = await this.resolvePartition(partitionId);
+    if (!resolved) return false;
+    const [queue, partition] = resolved;
+    const base = this.base(queue);
+    const deleted = await this.run<number>(
+      'deleteMessage',
+      [`${base}cfg`],
+      [base, encode(partition), transactionId],
+    );
+    return deleted === 1;
+  }
+
+  async listDeadLetters(filter: {
+    queue: string;
+    group?: string;
+    limit: number;
+    offset: number;
+  }): Promise<{ messages: DeadLetter[]; total: number }> {
+    const base = this.base(filter.queue);
+    const parts = await this.redis.hgetall(`${base}parts`);
+    const toLetter = (entry: [string, string[]]): DeadLetter => {
+      const fields = fieldsOf(entry);
+      const partition = decode(fields.p ?? '');
+      return {
+        dlqId: entry[0],
+        id: fields.m ?? '',
+        transactionId: fields.t ?? '',
+        traceId: fields.tr || null,
+        queue: filter.queue,
+        partition,
+        partitionId: parts[fields.p ?? ''] ?? '',
+        data: parseJson(fields.d ?? 'null'),
+        producerSub: fields.s || null,
+        createdAt: new Date(streamIdTime(fields.sid ?? '0-0')).toISOString(),
+        consumerGroup: decode(fields.g ?? ''),
+        errorMessage: fields.err ?? '',
+        retryCount: Number(fields.rc ?? 0),
+        failedAt: new Date(Number(fields.at ?? 0)).toISOString(),
+      };
+    };
+    if (filter.group === undefined) {
+      const total = await this.redis.xlen(`${base}dlq`);
+      const entries = (await this.redis.xrange(
+        `${base}dlq`,
+        '-',
+        '+',
+        'COUNT',
+        filter.offset + filter.limit,
+      )) as [string, string[]][];
+      return { messages: entries.slice(filter.offset).map(toLetter), total };
+    }
+    const all = ((await this.redis.xrange(`${base}dlq`, '-', '+')) as [string, string[]][])
+      .map(toLetter)
+      .filter((letter) => letter.consumerGroup === filter.group);
+    return { messages: all.slice(filter.offset, filter.offset + filter.limit), total: all.length };
+  }
+
+  async requeueDeadLetters(queue: string, dlqIds: string[]): Promise<number> {
+    const base = this.base(queue);
+    const args: string[] = [base];
+    for (const id of dlqIds) args.push(id, newId());
+    const count = await this.run<number>('requeueDlq', [`${base}cfg`], args);
+    if (count > 0) this.notify([queue]);
+    return count;
+  }
+
+  async groupsOf(queue: string): Promise<string[]> {
+    return (await this.redis.hkeys(`${this.base(queue)}groups`)).map(decode).sort();
+  }
+
+  async seek(
+    queue: string,
+    group: string,
+    partition: string | undefined,
+    target: SeekTarget,
+  ): Promise<number> {
+    const base = this.base(queue);
+    const position = 'toEnd' in target ? 'end' : positionBefore(target.timestamp);
+    const moved = await this.run<number>(
+      'seek',
+      [`${base}cfg`],
+      [base, encode(group), partition === undefined ? '' : encode(partition), position],
+    );
+    this.notify([queue]);
+    return moved;
+  }
+
+  async deleteGroup(queue: string, group: string): Promise<boolean> {
+    const base = this.base(queue);
+    return (await this.run<number>('deleteGroup', [`${base}cfg`], [base, encode(group)])) === 1;
+  }
+
+  async addTrace(trace: TraceInput): Promise<TraceEntry> {
+    const entry: TraceEntry = { ...trace, id: newId(), createdAt: new Date().toISOString() };
+    const text = JSON.stringify(entry);
+    const messageKey = this.key('trace', trace.partitionId, trace.transactionId);
+    const pipeline = this.redis.multi().rpush(messageKey, text).ltrim(messageKey, -100, -1);
+    pipeline.expire(messageKey, TRACE_TTL_SECONDS);
+    for (const name of trace.traceNames) {
+      const nameKey = this.key('trace-name', name);
+      pipeline.rpush(nameKey, text).ltrim(nameKey, -1000, -1).expire(nameKey, TRACE_TTL_SECONDS);
+      pipeline.zincrby(this.key('trace-names'), 1, name);
+    }
+    await pipeline.exec();
+    return entry;
+  }
+
+  async tracesOf(partitionId: string, transactionId: string): Promise<TraceEntry[]> {
+    const list = await this.redis.lrange(this.key('trace', partitionId, transactionId), 0, -1);
+    return list.map((text) => JSON.parse(text) as TraceEntry);
+  }
+
+  async tracesByName(name: string, limit: number): Promise<TraceEntry[]> {
+    const list = await this.redis.lrange(this.key('trace-name', name), -limit, -1);
+    return list.map((text) => JSON.parse(text) as TraceEntry);
+  }
+
+  async traceNames(limit: number): Promise<{ name: string; count: number }[]> {
+    const flat = await this.redis.zrevrange(this.key('trace-names'), 0, limit - 1, 'WITHSCORES');
+    const out: { name: string; count: number }[] = [];
+    for (let index = 0; index + 1 < flat.length; index += 2) {
+      out.push({ name: flat[index] as string, count: Number(flat[index + 1]) });
+    }
+    return out;
+  }
+
+  async flags(): Promise<SystemFlags> {
+    if (this.flagCache) return this.flagCache;
+    const hash = await this.redis.hgetall(this.key('flags'));
+    const flags = {
+      maintenanceMode: hash.maintenanceMode === 'true',
+      popMaintenanceMode: hash.popMaintenanceMode === 'true',
+    };
+    this.flagCache = flags;
+    return flags;
+  }
+
+  async setFlags(flags: Partial<SystemFlags>): Promise<SystemFlags> {
+    const fields: string[] = [];
+    for (const [name, value] of Object.entries(flags)) fields.push(name, String(value));
+    if (fields.length > 0) await this.redis.hset(this.key('flags'), ...fields);
+    this.flagCache = undefined;
+    await this.redis.publish(this.key('control'), 'flags');
+    return this.flags();
+  }
+
+  async sweepLeases(): Promise<LeaseSweep> {
+    const expired: { queue: string; count: number }[] = [];
+    for (const queue of await this.queueNames()) {
+      const base = this.base(queue);
+      const [count] = await this.run<[number, string[]]>('sweepLeases', [`${base}cfg`], [base, 1000]);
+      if (count > 0) expired.push({ queue, count });
+    }
+    this.notify(expired.map(({ queue }) => queue));
+    return { expired };
+  }
+
+  async applyRetention(): Promise<number> {
+    let deleted = 0;
+    for (const queue of await this.queueNames()) {
+      const base = this.base(queue);
+      deleted += await this.run<number>('retention', [`${base}cfg`], [base, 200, 1000]);
+    }
+    return deleted;
+  }
+
+  async refreshStats(): Promise<QueueStats[]> {
+    const snapshot: QueueStats[] = [];
+    for (const queue of await this.queueNames()) {
+      const base = this.base(queue);
+      const [pushed, retained, dlq, expiries, partitions, oldest, leases, groups, now] = await this.run<
+        [number, number, number, number, number, string, number, [string, number][], string]
+      >('stats', [`${base}cfg`], [base, STATS_SAMPLE]);
+      const names = namespaceAndTask(queue);
+      const groupStats = groups.map(([group, resolved]) => ({
+        group: decode(group),
+        resolved: Number(resolved),
+        lag: Math.max(0, Number(pushed) - Number(resolved)),
+      }));
+      const pending = groupStats.length === 0 ? Number(pushed) : Math.max(...groupStats.map((g) => g.lag));
+      const oldestMs = Number(oldest);
+      snapshot.push({
+        queue,
+        namespace: names.namespace,
+        task: names.task,
+        partitions: Number(partitions),
+        pushed: Number(pushed),
+        retained: Number(retained),
+        pending,
+        oldestPendingAgeSeconds:
+          oldestMs === 0 || pending === 0 ? 0 : Math.max(0, (Number(now) - oldestMs) / 1000),
+        deadLetters: Number(dlq),
+        leaseExpiries: Number(expiries),
+        activeLeases: Number(leases),
+        groups: groupStats,
+        at: Number(now),
+      });
+    }
+    const statsKey = this.key('stats');
+    const pipeline = this.redis.multi().del(statsKey);
+    for (const entry of snapshot) pipeline.hset(statsKey, entry.queue, JSON.stringify(entry));
+    await pipeline.exec();
+    return snapshot;
+  }
+
+  async cachedStats(): Promise<QueueStats[]> {
+    const hash = await this.redis.hgetall(this.key('stats'));
+    return Object.values(hash).map((text) => JSON.parse(text) as QueueStats);
+  }
+}

@@ -1,0 +1,280 @@
+/**
+ * The storage port: what the broker needs from a backend. Two adapters implement it,
+ * storage-redis.ts (Redis Streams, any number of nodes) and storage-memory.ts (one process),
+ * and one contract suite (test/storage-contract.test.ts) runs against both.
+ * Names here are the client's names (queue, partition, group), never encoded.
+ */
+
+export const QUEUE_MODE = '__QUEUE_MODE__';
+export const DEFAULT_PARTITION = 'Default';
+
+/** Queue options (Queen's names and units: seconds, except retryDelay in milliseconds). */
+export interface QueueOptions {
+  leaseTime: number;
+  retryLimit: number;
+  retryDelay: number;
+  delayedProcessing: number;
+  windowBuffer: number;
+  maxSize: number;
+  ttl: number;
+  retentionSeconds: number;
+  completedRetentionSeconds: number;
+  retentionEnabled: boolean;
+  deadLetterQueue: boolean;
+  dlqAfterMaxRetries: boolean;
+  priority: number;
+  encryptionEnabled: boolean;
+  maxWaitTimeSeconds: number;
+}
+
+export const DEFAULT_QUEUE_OPTIONS: Readonly<QueueOptions> = {
+  leaseTime: 300,
+  retryLimit: 3,
+  retryDelay: 0,
+  delayedProcessing: 0,
+  windowBuffer: 0,
+  maxSize: 0,
+  ttl: 0,
+  retentionSeconds: 0,
+  completedRetentionSeconds: 0,
+  retentionEnabled: false,
+  deadLetterQueue: true,
+  dlqAfterMaxRetries: true,
+  priority: 0,
+  encryptionEnabled: false,
+  maxWaitTimeSeconds: 0,
+};
+
+export interface QueueInfo {
+  name: string;
+  namespace: string;
+  task: string;
+  createdAt: string;
+  options: QueueOptions;
+  partitions: number;
+}
+
+export interface PushItem {
+  queue: string;
+  partition: string;
+  transactionId: string;
+  messageId: string;
+  traceId: string | null;
+  /** The payload as JSON text (serialized once at the edge, stored as is). */
+  data: string;
+  producerSub: string | null;
+}
+
+export interface PushResult {
+  index: number;
+  transaction_id: string;
+  status: 'queued' | 'duplicate';
+  message_id: string;
+  partition_id: string;
+  trace_id: string | null;
+  queueName: string;
+}
+
+export type SubscriptionStart = { mode: 'all' } | { mode: 'new' } | { mode: 'from'; at: number };
+
+export interface PopRequest {
+  queue: string;
+  /** undefined: any partition with work. */
+  partition: string | undefined;
+  group: string;
+  batch: number;
+  maxPartitions: number;
+  leaseId: string;
+  subscription: SubscriptionStart;
+}
+
+export interface StoredMessage {
+  id: string;
+  transactionId: string;
+  traceId: string | null;
+  /** JSON text. */
+  data: string;
+  producerSub: string | null;
+  createdAt: number;
+  retryCount: number;
+}
+
+export interface PoppedPartition {
+  queue: string;
+  partition: string;
+  partitionId: string;
+  leaseId: string;
+  leaseExpiresAt: number;
+  messages: StoredMessage[];
+}
+
+export interface PopResult {
+  partitions: PoppedPartition[];
+  /** When (ms) a delayed, retried or leased partition of this group becomes poppable; 0: unknown. */
+  nextReadyAt: number;
+}
+
+export type AckStatus = 'completed' | 'success' | 'failed' | 'retry' | 'dlq';
+
+export interface AckInput {
+  transactionId: string;
+  partitionId: string;
+  status: AckStatus;
+  group: string;
+  leaseId: string | null;
+  error: string | null;
+}
+
+export interface AckResult {
+  index: number;
+  transactionId: string;
+  success: boolean;
+  error: string | null;
+  queueName: string | null;
+  partitionName: string | null;
+  leaseReleased: boolean;
+  dlq: boolean;
+}
+
+export type TransactionOperation = { type: 'push'; item: PushItem } | { type: 'ack'; ack: AckInput };
+
+export type TransactionOutcome =
+  | { success: true; results: TransactionOperationResult[] }
+  | { success: false; error: string; failedIndex: number };
+
+export type TransactionOperationResult =
+  | {
+      index: number;
+      type: 'push';
+      success: true;
+      transactionId: string;
+      messageId: string;
+      partitionId: string;
+      queueName: string;
+      status: 'queued' | 'duplicate';
+    }
+  | { index: number; type: 'ack'; success: true; transactionId: string; error: null; dlq: boolean };
+
+export interface LeaseExtension {
+  leaseId: string;
+  success: boolean;
+  error: string | null;
+  expiresAt: string | null;
+}
+
+export interface MessageView {
+  id: string;
+  transactionId: string;
+  traceId: string | null;
+  queue: string;
+  partition: string;
+  partitionId: string;
+  data: unknown;
+  producerSub: string | null;
+  createdAt: string;
+}
+
+export interface DeadLetter extends MessageView {
+  dlqId: string;
+  consumerGroup: string;
+  errorMessage: string;
+  retryCount: number;
+  failedAt: string;
+}
+
+export interface QueueStats {
+  queue: string;
+  namespace: string;
+  task: string;
+  partitions: number;
+  pushed: number;
+  retained: number;
+  pending: number;
+  oldestPendingAgeSeconds: number;
+  deadLetters: number;
+  leaseExpiries: number;
+  activeLeases: number;
+  groups: { group: string; resolved: number; lag: number }[];
+  at: number;
+}
+
+export interface TraceInput {
+  partitionId: string;
+  transactionId: string;
+  traceNames: string[];
+  eventType: string;
+  data: unknown;
+  consumerGroup: string | null;
+  workerId: string | null;
+}
+
+export interface TraceEntry extends TraceInput {
+  id: string;
+  createdAt: string;
+}
+
+export interface SystemFlags {
+  maintenanceMode: boolean;
+  popMaintenanceMode: boolean;
+}
+
+export type SeekTarget = { toEnd: true } | { timestamp: number };
+
+export interface LeaseSweep {
+  expired: { queue: string; count: number }[];
+}
+
+export interface BrokerStorage {
+  readonly kind: 'memory' | 'redis';
+  configure(
+    queue: string,
+    options: Partial<QueueOptions>,
+    names: { namespace: string; task: string },
+  ): Promise<QueueInfo>;
+  push(items: PushItem[]): Promise<PushResult[]>;
+  pop(request: PopRequest): Promise<PopResult>;
+  /** Gives a pop's leases back without counting an attempt (its client went away). */
+  release(result: PopResult, group: string): Promise<void>;
+  ack(acks: AckInput[]): Promise<AckResult[]>;
+  transaction(operations: TransactionOperation[]): Promise<TransactionOutcome>;
+  extendLease(leaseId: string, seconds: number): Promise<LeaseExtension>;
+
+  listQueues(): Promise<QueueInfo[]>;
+  getQueue(queue: string): Promise<QueueInfo | undefined>;
+  deleteQueue(queue: string): Promise<boolean>;
+  listMessages(filter: { queue: string; partition?: string; limit: number }): Promise<MessageView[]>;
+  getMessage(partitionId: string, transactionId: string): Promise<MessageView | undefined>;
+  deleteMessage(partitionId: string, transactionId: string): Promise<boolean>;
+  listDeadLetters(filter: {
+    queue: string;
+    group?: string;
+    limit: number;
+    offset: number;
+  }): Promise<{ messages: DeadLetter[]; total: number }>;
+  requeueDeadLetters(queue: string, dlqIds: string[]): Promise<number>;
+
+  groupsOf(queue: string): Promise<string[]>;
+  seek(queue: string, group: string, partition: string | undefined, target: SeekTarget): Promise<number>;
+  deleteGroup(queue: string, group: string): Promise<boolean>;
+
+  addTrace(trace: TraceInput): Promise<TraceEntry>;
+  tracesOf(partitionId: string, transactionId: string): Promise<TraceEntry[]>;
+  tracesByName(name: string, limit: number): Promise<TraceEntry[]>;
+  traceNames(limit: number): Promise<{ name: string; count: number }[]>;
+
+  flags(): Promise<SystemFlags>;
+  setFlags(flags: Partial<SystemFlags>): Promise<SystemFlags>;
+
+  /** Maintenance (one node runs each at a time with the Redis backend). */
+  sweepLeases(): Promise<LeaseSweep>;
+  applyRetention(): Promise<number>;
+  refreshStats(): Promise<QueueStats[]>;
+  /** The last stats snapshot (cheap: what /metrics reads). */
+  cachedStats(): Promise<QueueStats[]>;
+
+  /** Called with the queue name whenever work may have become available there (any node). */
+  onAvailable(listener: (queue: string) => void): () => void;
+  /** Resolves when the backend reaches its store; for /readyz. */
+  ready(): Promise<string | undefined>;
+  close(): Promise<void>;
+}

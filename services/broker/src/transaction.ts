@@ -1,0 +1,68 @@
+import { parseAckItem } from './ack.js';
+import type { BrokerContext } from './context.js';
+import { invalidRequest, maintenanceMode } from './errors.js';
+import { newId } from './identifiers.js';
+import { parsePushItem } from './push.js';
+import type { TransactionOperation, TransactionOperationResult } from './storage.js';
+import { isObject, LIMITS } from './validation.js';
+
+/**
+ * `{operations:[{type:'ack', …} | {type:'push', items:[…]} | {type:'push', queue, …}]}`;
+ * push items are flattened in order, as Queen does. producerSub comes from the token.
+ */
+export function parseTransactionBody(body: unknown, producerSub: string | undefined): TransactionOperation[] {
+  if (!isObject(body) || !Array.isArray(body.operations))
+    throw invalidRequest('operations array is required');
+  const operations: TransactionOperation[] = [];
+  body.operations.forEach((raw, index) => {
+    const where = `operations[${index}]`;
+    if (!isObject(raw)) throw invalidRequest(`${where} must be an object`);
+    if (raw.type === 'push') {
+      const items = Array.isArray(raw.items) ? raw.items : [raw];
+      items.forEach((item, position) => {
+        operations.push({
+          type: 'push',
+          item: parsePushItem(item, producerSub, `${where}.items[${position}]`),
+        });
+      });
+    } else if (raw.type === 'ack') {
+      operations.push({ type: 'ack', ack: parseAckItem(raw, undefined, where) });
+    } else {
+      throw invalidRequest(`${where}.type must be push or ack`);
+    }
+  });
+  if (operations.length === 0) throw invalidRequest('operations must not be empty');
+  if (operations.length > LIMITS.maxTransactionOperations) {
+    throw invalidRequest(`a transaction holds at most ${LIMITS.maxTransactionOperations} operations`);
+  }
+  return operations;
+}
+
+export interface TransactionResponse {
+  transactionId: string;
+  success: boolean;
+  results: TransactionOperationResult[];
+  error?: string;
+}
+
+export async function runTransaction(
+  context: BrokerContext,
+  operations: TransactionOperation[],
+): Promise<TransactionResponse> {
+  const transactionId = newId();
+  if (operations.some((op) => op.type === 'push') && (await context.storage.flags()).maintenanceMode) {
+    throw maintenanceMode();
+  }
+  const outcome = await context.storage.transaction(operations);
+  if (!outcome.success) {
+    context.metrics.transactions.inc({ result: 'rejected' });
+    const where = outcome.failedIndex >= 0 ? ` (operation ${outcome.failedIndex})` : '';
+    return { transactionId, success: false, results: [], error: `${outcome.error}${where}` };
+  }
+  context.metrics.transactions.inc({ result: 'committed' });
+  for (const result of outcome.results) {
+    if (result.type === 'push' && result.status === 'queued')
+      context.metrics.pushed.inc({ queue: result.queueName });
+  }
+  return { transactionId, success: true, results: outcome.results };
+}

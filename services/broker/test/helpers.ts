@@ -1,0 +1,82 @@
+import { parseEnv } from '@herald/config';
+import { testRedisUrl, uniquePrefix } from '@herald/testkit';
+import { brokerSpec } from '../src/config.js';
+import { type Broker, startBroker } from '../src/index.js';
+
+export type Backend = 'memory' | 'redis';
+export const BACKENDS: Backend[] = ['memory', 'redis'];
+
+export async function startTestBroker(backend: Backend, extra: Record<string, string> = {}): Promise<Broker> {
+  const environment: Record<string, string> = {
+    PORT: '0',
+    HOST: '127.0.0.1',
+    LOG_LEVEL: 'silent',
+    BROKER_LEASE_SWEEP_INTERVAL: '200',
+    BROKER_RETENTION_INTERVAL: '60000',
+    BROKER_STATS_INTERVAL: '60000',
+    SHUTDOWN_TIMEOUT: '2000',
+    ...extra,
+  };
+  if (backend === 'redis') {
+    environment.REDIS_URL = await testRedisUrl();
+    environment.BROKER_KEY_PREFIX = uniquePrefix('broker');
+  }
+  return startBroker(parseEnv(brokerSpec, environment), { fastify: { logger: false } });
+}
+
+export interface Reply<T = unknown> {
+  status: number;
+  body: T;
+  headers: Headers;
+}
+
+export function client(base: string, token?: string) {
+  async function call<T = any>(
+    method: string,
+    path: string,
+    body?: unknown,
+    signal?: AbortSignal,
+  ): Promise<Reply<T>> {
+    const headers: Record<string, string> = {};
+    if (body !== undefined) headers['content-type'] = 'application/json';
+    if (token) headers.authorization = `Bearer ${token}`;
+    const response = await fetch(base + path, {
+      method,
+      headers,
+      ...(body !== undefined ? { body: typeof body === 'string' ? body : JSON.stringify(body) } : {}),
+      ...(signal ? { signal } : {}),
+    });
+    const text = await response.text();
+    return {
+      status: response.status,
+      body: (text ? JSON.parse(text) : undefined) as T,
+      headers: response.headers,
+    };
+  }
+  return {
+    call,
+    push: (items: unknown[]) => call('POST', '/api/v1/push', { items }),
+    pop: (queue: string, query = '', signal?: AbortSignal) =>
+      call(
+        'GET',
+        `/api/v1/pop/queue/${encodeURIComponent(queue)}${query ? `?${query}` : ''}`,
+        undefined,
+        signal,
+      ),
+    popPartition: (queue: string, partition: string, query = '') =>
+      call(
+        'GET',
+        `/api/v1/pop/queue/${encodeURIComponent(queue)}/partition/${encodeURIComponent(partition)}${query ? `?${query}` : ''}`,
+      ),
+    ack: (body: unknown) => call('POST', '/api/v1/ack', body),
+    ackBatch: (body: unknown) => call('POST', '/api/v1/ack/batch', body),
+    configure: (queue: string, options: Record<string, unknown>) =>
+      call('POST', '/api/v1/configure', { queue, options }),
+  };
+}
+
+let counter = 0;
+export function queueName(label = 'q'): string {
+  counter++;
+  return `${label}.${process.pid}.${Date.now().toString(36)}.${counter}`;
+}

@@ -1,0 +1,306 @@
+/*
+ * Broker benchmark: a fixed workload, one Redis, one run; prints msg/s and ratios against
+ * (a) raw Redis Streams through ioredis and (b) BullMQ on the same Redis.
+ * Run: node --import tsx test/bench/broker.bench.ts   (build the broker first)
+ */
+import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { freePort, RedisServer, waitFor } from '@herald/testkit';
+import { Queue, Worker } from 'bullmq';
+import { Redis } from 'ioredis';
+import { Pool } from 'undici';
+
+const MAIN = fileURLToPath(new URL('../../services/broker/dist/main.js', import.meta.url));
+const CONCURRENCY = 16;
+const CONSUMERS = 8;
+const PAYLOAD = { orderId: 12345, customer: 'c-42', amount: 99.5, items: ['a', 'b', 'c'] };
+
+const redisServer = await RedisServer.start();
+const port = await freePort();
+const child = spawn(process.execPath, [MAIN], {
+  env: {
+    PATH: process.env.PATH ?? '',
+    PORT: String(port),
+    HOST: '127.0.0.1',
+    LOG_LEVEL: 'error',
+    REDIS_URL: redisServer.url,
+  },
+  stdio: ['ignore', 'ignore', 'inherit'],
+});
+const base = `http://127.0.0.1:${port}`;
+await waitFor(async () => (await fetch(`${base}/readyz`)).status === 200, { what: 'broker' });
+const http = new Pool(base, { connections: CONCURRENCY });
+const redis = new Redis(redisServer.url);
+
+async function request(
+  method: 'GET' | 'POST',
+  path: string,
+  body?: unknown,
+): Promise<{ status: number; json: any }> {
+  const response = await http.request({
+    method,
+    path,
+    ...(body !== undefined
+      ? { body: JSON.stringify(body), headers: { 'content-type': 'application/json' } }
+      : {}),
+  });
+  const text = await response.body.text();
+  return { status: response.statusCode, json: text ? JSON.parse(text) : undefined };
+}
+
+/** Runs `work(i)` for i in [0, total) with `concurrency` in flight; returns msg/s. */
+async function timed(messages: number, run: () => Promise<void>): Promise<number> {
+  const started = performance.now();
+  await run();
+  return messages / ((performance.now() - started) / 1000);
+}
+
+async function parallel(
+  tasks: number,
+  concurrency: number,
+  work: (index: number) => Promise<void>,
+): Promise<void> {
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (next < tasks) await work(next++);
+    }),
+  );
+}
+
+let run = 0;
+const name = (label: string) => `bench.${label}.${++run}`;
+
+async function brokerPush(
+  batch: number,
+  total: number,
+  partitions = 16,
+  queue = name('push'),
+): Promise<number> {
+  return timed(total, () =>
+    parallel(total / batch, CONCURRENCY, async (round) => {
+      const items = Array.from({ length: batch }, (_, i) => ({
+        queue,
+        partition: `p${(round * batch + i) % partitions}`,
+        payload: PAYLOAD,
+      }));
+      const reply = await request('POST', '/api/v1/push', { items });
+      if (reply.status !== 201) throw new Error(`push ${reply.status}`);
+    }),
+  );
+}
+
+async function brokerConsume(
+  queue: string,
+  batch: number,
+  total: number,
+  consumers = CONSUMERS,
+  group = '',
+  partitionsPerPop = 1,
+): Promise<number> {
+  let consumed = 0;
+  const groupQuery = group ? `&consumerGroup=${group}` : '';
+  return timed(total, () =>
+    Promise.all(
+      Array.from({ length: consumers }, async () => {
+        while (consumed < total) {
+          const reply = await request(
+            'GET',
+            `/api/v1/pop/queue/${queue}?batch=${batch}&partitions=${partitionsPerPop}&wait=true&timeout=200${groupQuery}`,
+          );
+          if (reply.status === 204) continue;
+          const messages = reply.json.messages as any[];
+          consumed += messages.length;
+          const ack = await request('POST', '/api/v1/ack/batch', {
+            consumerGroup: group || null,
+            acknowledgments: messages.map((m) => ({
+              transactionId: m.transactionId,
+              partitionId: m.partitionId,
+              leaseId: m.leaseId,
+            })),
+          });
+          if (ack.status !== 200) throw new Error(`ack ${ack.status}`);
+        }
+      }),
+    ).then(() => undefined),
+  );
+}
+
+async function rawPush(batch: number, total: number): Promise<number> {
+  const key = name('raw');
+  const data = JSON.stringify(PAYLOAD);
+  return timed(total, () =>
+    parallel(total / batch, CONCURRENCY, async (round) => {
+      const pipeline = redis.pipeline();
+      for (let i = 0; i < batch; i++) pipeline.xadd(`${key}:${(round * batch + i) % 16}`, '*', 'd', data);
+      await pipeline.exec();
+    }),
+  );
+}
+
+async function rawConsume(batch: number, total: number): Promise<number> {
+  const key = name('rawc');
+  const data = JSON.stringify(PAYLOAD);
+  for (let s = 0; s < 16; s++) await redis.xgroup('CREATE', `${key}:${s}`, 'g', '0', 'MKSTREAM');
+  for (let sent = 0; sent < total; sent += 1000) {
+    const pipeline = redis.pipeline();
+    for (let i = 0; i < 1000; i++) pipeline.xadd(`${key}:${(sent + i) % 16}`, '*', 'd', data);
+    await pipeline.exec();
+  }
+  let consumed = 0;
+  const clients = Array.from({ length: CONSUMERS }, () => new Redis(redisServer.url));
+  const rate = await timed(total, () =>
+    Promise.all(
+      clients.map(async (client, c) => {
+        let stream = c;
+        while (consumed < total) {
+          stream = (stream + 1) % 16;
+          const reply = (await client.xreadgroup(
+            'GROUP',
+            'g',
+            `c${c}`,
+            'COUNT',
+            batch,
+            'STREAMS',
+            `${key}:${stream}`,
+            '>',
+          )) as [string, [string, string[]][]][] | null;
+          const entries = reply?.[0]?.[1] ?? [];
+          if (entries.length === 0) continue;
+          JSON.parse(entries[0]?.[1][1] ?? '{}');
+          consumed += entries.length;
+          await client.xack(`${key}:${stream}`, 'g', ...entries.map((e) => e[0]));
+        }
+      }),
+    ).then(() => undefined),
+  );
+  await Promise.all(clients.map((client) => client.quit()));
+  return rate;
+}
+
+async function bullPush(batch: number, total: number): Promise<number> {
+  const queue = new Queue(name('bull'), {
+    connection: new Redis(redisServer.url, { maxRetriesPerRequest: null }),
+    prefix: '{bench}',
+  });
+  const rate = await timed(total, () =>
+    parallel(total / batch, CONCURRENCY, async () => {
+      if (batch === 1) await queue.add('job', PAYLOAD);
+      else await queue.addBulk(Array.from({ length: batch }, () => ({ name: 'job', data: PAYLOAD })));
+    }),
+  );
+  await queue.close();
+  return rate;
+}
+
+async function bullConsume(total: number): Promise<number> {
+  const queueName = name('bullc');
+  const connection = new Redis(redisServer.url, { maxRetriesPerRequest: null });
+  const queue = new Queue(queueName, { connection, prefix: '{bench}' });
+  for (let sent = 0; sent < total; sent += 1000) {
+    await queue.addBulk(
+      Array.from({ length: 1000 }, () => ({ name: 'job', data: PAYLOAD, opts: { removeOnComplete: true } })),
+    );
+  }
+  let done = 0;
+  let finish: () => void = () => undefined;
+  const finished = new Promise<void>((resolve) => {
+    finish = resolve;
+  });
+  const started = performance.now();
+  const worker = new Worker(
+    queueName,
+    async () => {
+      if (++done >= total) finish();
+    },
+    {
+      connection: new Redis(redisServer.url, { maxRetriesPerRequest: null }),
+      prefix: '{bench}',
+      concurrency: CONSUMERS * 2,
+    },
+  );
+  await finished;
+  const rate = total / ((performance.now() - started) / 1000);
+  await worker.close();
+  await queue.close();
+  return rate;
+}
+
+function rss(): number {
+  const status = readFileSync(`/proc/${child.pid}/status`, 'utf8');
+  return Number(/VmHWM:\s+(\d+)/.exec(status)?.[1] ?? 0) / 1024;
+}
+
+const rows: [string, string, string, string, string, string][] = [];
+const fmt = (n: number) => (n >= 100 ? Math.round(n).toLocaleString('en-US') : n.toFixed(1));
+const ratio = (a: number, b: number) => `${(a / b).toFixed(2)}x`;
+
+for (const batch of [1, 10, 100]) {
+  const total = batch === 1 ? 4000 : batch === 10 ? 20_000 : 50_000;
+  const broker = await brokerPush(batch, total);
+  const raw = await rawPush(batch, total);
+  const bull = await bullPush(batch, total);
+  rows.push([
+    `push, batch ${batch}`,
+    fmt(broker),
+    fmt(raw),
+    fmt(bull),
+    ratio(broker, raw),
+    ratio(broker, bull),
+  ]);
+}
+const bullConsumeRate = await bullConsume(20_000);
+for (const batch of [1, 10, 100]) {
+  const total = batch === 1 ? 3000 : batch === 10 ? 15_000 : 40_000;
+  const queue = name('consume');
+  await brokerPush(100, total, 16, queue);
+  const broker = await brokerConsume(queue, batch, total);
+  const raw = await rawConsume(batch, total);
+  rows.push([
+    `pop+ack, batch ${batch}`,
+    fmt(broker),
+    fmt(raw),
+    fmt(bullConsumeRate),
+    ratio(broker, raw),
+    ratio(broker, bullConsumeRate),
+  ]);
+}
+for (const partitions of [1, 10_000]) {
+  const total = 20_000;
+  const queue = name(`parts${partitions}`);
+  const push = await brokerPush(100, total, partitions, queue);
+  const consume = await brokerConsume(queue, 100, total, CONSUMERS, '', partitions === 1 ? 1 : 50);
+  rows.push([`${partitions} partitions: push b100 / pop+ack b100`, fmt(push), fmt(consume), '', '', '']);
+}
+for (const groups of [1, 10]) {
+  const total = 10_000;
+  const queue = name(`groups${groups}`);
+  await brokerPush(100, total, 16, queue);
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: groups }, (_, g) =>
+      brokerConsume(queue, 100, total, Math.max(2, Math.floor(CONSUMERS / groups) + 1), `g${g}`),
+    ),
+  );
+  const deliveries = (total * groups) / ((performance.now() - started) / 1000);
+  rows.push([`${groups} consumer group(s): deliveries/s (b100)`, fmt(deliveries), '', '', '', '']);
+}
+rows.push(['broker peak RSS (MB)', rss().toFixed(1), '', '', '', '']);
+
+const header = ['workload', 'broker msg/s', 'raw streams', 'BullMQ', 'vs raw', 'vs BullMQ'];
+const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]?.length ?? 0)));
+const line = (cells: string[]) => `| ${cells.map((c, i) => c.padEnd(widths[i] as number)).join(' | ')} |`;
+console.log(line(header));
+console.log(`|${widths.map((w) => '-'.repeat(w + 2)).join('|')}|`);
+for (const row of rows) console.log(line(row));
+console.log(
+  '\n(pop+ack BullMQ column: one Worker, concurrency 16, no batching in BullMQ OSS — the same figure for every batch size)',
+);
+console.log('(partition rows: column 2 = push msg/s, column 3 = pop+ack msg/s, both through the broker)');
+
+await http.close();
+await redis.quit();
+child.kill('SIGTERM');
+await new Promise((resolve) => child.once('exit', resolve));
+await redisServer.destroy();

@@ -1,0 +1,59 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { fileURLToPath } from 'node:url';
+import { freePort, waitFor } from '@herald/testkit';
+
+export const MAIN = fileURLToPath(new URL('../../services/broker/dist/main.js', import.meta.url));
+
+/** One broker node as the operator runs it: `node services/broker/dist/main.js`. */
+export class BrokerNode {
+  private constructor(
+    readonly child: ChildProcess,
+    readonly url: string,
+  ) {}
+
+  static async start(environment: Record<string, string>): Promise<BrokerNode> {
+    const port = await freePort();
+    const child = spawn(process.execPath, [MAIN], {
+      env: {
+        PATH: process.env.PATH ?? '',
+        PORT: String(port),
+        HOST: '127.0.0.1',
+        LOG_LEVEL: 'warn',
+        ...environment,
+      },
+      stdio: ['ignore', 'ignore', 'inherit'],
+    });
+    const node = new BrokerNode(child, `http://127.0.0.1:${port}`);
+    await waitFor(
+      async () => {
+        if (child.exitCode !== null) throw new Error(`broker exited with ${child.exitCode}`);
+        return (await fetch(`${node.url}/readyz`)).status === 200;
+      },
+      { what: `broker on port ${port}`, timeoutMs: 15_000 },
+    );
+    return node;
+  }
+
+  async stop(): Promise<void> {
+    if (this.child.exitCode !== null || this.child.signalCode !== null) return;
+    this.child.kill('SIGTERM');
+    await once(this.child, 'exit');
+  }
+}
+
+export async function call<T = any>(
+  base: string,
+  method: string,
+  path: string,
+  body?: unknown,
+): Promise<{ status: number; body: T }> {
+  const response = await fetch(base + path, {
+    method,
+    ...(body !== undefined
+      ? { body: JSON.stringify(body), headers: { 'content-type': 'application/json' } }
+      : {}),
+  });
+  const text = await response.text();
+  return { status: response.status, body: (text ? JSON.parse(text) : undefined) as T };
+}

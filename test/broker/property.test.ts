@@ -1,0 +1,173 @@
+/*
+ * Property: K consumers on 2 nodes, P partitions, G groups, random complete/fail/time-out.
+ * Every message reaches every group, completions are in push order per partition, each is
+ * completed exactly once, and a redelivery only follows a failure or a lease expiry, with
+ * retryCount equal to the attempts that came before. Seeded, bounded.
+ */
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { type Broker, brokerSpec, startBroker } from '@herald/broker';
+import { parseEnv } from '@herald/config';
+import { stopTestRedis, testRedisUrl, uniquePrefix } from '@herald/testkit';
+import { call } from './nodes.js';
+
+const SEED = Number(process.env.PROPERTY_SEED ?? 20_240_611);
+const PARTITIONS = 4;
+const PER_PARTITION = 25;
+const GROUPS = ['alpha', 'beta'];
+const CONSUMERS_PER_GROUP = 3;
+const QUEUE = `prop.${SEED}.${Date.now().toString(36)}`;
+
+function mulberry32(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+let nodes: Broker[] = [];
+before(async () => {
+  const environment = {
+    PORT: '0',
+    HOST: '127.0.0.1',
+    LOG_LEVEL: 'silent',
+    REDIS_URL: await testRedisUrl(),
+    BROKER_KEY_PREFIX: uniquePrefix('prop'),
+    BROKER_LEASE_SWEEP_INTERVAL: '200',
+    SHUTDOWN_TIMEOUT: '2000',
+  };
+  nodes = await Promise.all(
+    [0, 1].map(() => startBroker(parseEnv(brokerSpec, environment), { fastify: { logger: false } })),
+  );
+});
+after(async () => {
+  await Promise.all(nodes.map((node) => node.close()));
+  await stopTestRedis();
+});
+
+type Outcome = 'completed' | 'failed' | 'timeout';
+
+test(`every message reaches every group once, in order (seed ${SEED})`, { timeout: 60_000 }, async () => {
+  const random = mulberry32(SEED);
+  const [a, b] = nodes as [Broker, Broker];
+  await call(a.url, 'POST', '/api/v1/configure', {
+    queue: QUEUE,
+    options: { leaseTime: 1, retryLimit: 1000 },
+  });
+  const order = new Map<string, string[]>();
+  const items = [];
+  for (let n = 0; n < PER_PARTITION; n++) {
+    for (let p = 0; p < PARTITIONS; p++) {
+      const partition = `p${p}`;
+      const transactionId = `${partition}-${n}`;
+      items.push({ queue: QUEUE, partition, transactionId, payload: { partition, n } });
+      order.set(partition, [...(order.get(partition) ?? []), transactionId]);
+    }
+  }
+  for (let i = 0; i < items.length; i += 20) {
+    const node = random() < 0.5 ? a : b;
+    assert.equal(
+      (await call(node.url, 'POST', '/api/v1/push', { items: items.slice(i, i + 20) })).status,
+      201,
+    );
+  }
+
+  const history = new Map<string, { retryCount: number; outcome?: Outcome }[]>();
+  const completions = new Map<string, string[]>();
+  const completedCount = new Map<string, number>();
+  const total = PARTITIONS * PER_PARTITION;
+  const done = (group: string) => (completions.get(group)?.length ?? 0) >= total;
+  let redeliveries = 0;
+
+  async function consumer(group: string): Promise<void> {
+    const deadline = Date.now() + 45_000;
+    while (!done(group) && Date.now() < deadline) {
+      const node = random() < 0.5 ? a : b;
+      const batch = 1 + Math.floor(random() * 4);
+      const popped = await call(
+        node.url,
+        'GET',
+        `/api/v1/pop/queue/${QUEUE}?consumerGroup=${group}&batch=${batch}&wait=true&timeout=1500`,
+      );
+      if (popped.status === 204) continue;
+      assert.equal(popped.status, 200);
+      const messages = popped.body.messages as any[];
+      for (const message of messages) {
+        const key = `${group}/${message.transactionId}`;
+        const past = history.get(key) ?? [];
+        if (past.length > 0) {
+          redeliveries++;
+          const last = past.at(-1);
+          assert.ok(
+            last?.outcome === 'failed' || last?.outcome === 'timeout',
+            `${key} redelivered after ${last?.outcome}`,
+          );
+        }
+        const attempts = past.filter(
+          (entry) => entry.outcome === 'failed' || entry.outcome === 'timeout',
+        ).length;
+        assert.equal(message.retryCount, attempts, `${key} retryCount`);
+        past.push({ retryCount: message.retryCount });
+        history.set(key, past);
+      }
+      const roll = random();
+      if (roll < 0.08) {
+        for (const message of messages)
+          (history.get(`${group}/${message.transactionId}`)?.at(-1) as { outcome?: Outcome }).outcome =
+            'timeout';
+        continue;
+      }
+      const failFrom = roll < 0.25 ? Math.floor(random() * messages.length) : messages.length;
+      const acks = messages.map((message, index) => ({
+        transactionId: message.transactionId,
+        partitionId: message.partitionId,
+        leaseId: message.leaseId,
+        status: index < failFrom ? 'completed' : 'failed',
+      }));
+      const ackNode = random() < 0.5 ? a : b;
+      const reply = await call(ackNode.url, 'POST', '/api/v1/ack/batch', {
+        consumerGroup: group,
+        acknowledgments: acks,
+      });
+      assert.equal(reply.status, 200);
+      reply.body.forEach((result: any, index: number) => {
+        const message = messages[index];
+        const key = `${group}/${message.transactionId}`;
+        const entry = history.get(key)?.at(-1) as { outcome?: Outcome };
+        const status = (acks[index] as { status: string }).status;
+        if (!result.success) {
+          assert.equal(result.error, 'Invalid or expired lease', `${key}: ${result.error}`);
+          entry.outcome = 'timeout';
+          return;
+        }
+        entry.outcome = status as Outcome;
+        if (status === 'completed') {
+          completedCount.set(key, (completedCount.get(key) ?? 0) + 1);
+          completions.set(group, [...(completions.get(group) ?? []), message.transactionId]);
+        }
+      });
+    }
+  }
+
+  await Promise.all(
+    GROUPS.flatMap((group) => Array.from({ length: CONSUMERS_PER_GROUP }, () => consumer(group))),
+  );
+
+  for (const group of GROUPS) {
+    const completed = completions.get(group) ?? [];
+    assert.equal(completed.length, total, `${group} completed every message`);
+    for (const [partition, expected] of order) {
+      assert.deepEqual(
+        completed.filter((id) => id.startsWith(`${partition}-`)),
+        expected,
+        `${group}/${partition} in order`,
+      );
+    }
+  }
+  for (const [key, count] of completedCount) assert.equal(count, 1, `${key} completed once`);
+  assert.ok(redeliveries > 0, 'the run exercised redeliveries');
+});
