@@ -31,6 +31,10 @@ export const BROKER_ROUTE_TABLE: readonly RouteRule[] = [
   { level: 'public', match: 'exact', path: '/auth/me' },
   { level: 'public', match: 'exact', path: '/auth/login' },
   { level: 'public', match: 'exact', path: '/auth/logout' },
+  // Not in the seed (Queen has no such routes): the server kit's liveness and readiness probes,
+  // public like /health so Kubernetes probes work with JWT_ENABLED=true. They reveal no data.
+  { level: 'public', match: 'exact', path: '/healthz' },
+  { level: 'public', match: 'exact', path: '/readyz' },
   // admin
   { level: 'admin', match: 'prefix', path: '/api/v1/system/' },
   { level: 'admin', match: 'prefix', path: '/internal/' },

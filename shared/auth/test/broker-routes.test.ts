@@ -13,6 +13,10 @@ import { DEFAULT_SKIP_PATHS } from '../src/broker-settings.js';
 const ROUTES: readonly (readonly [string, string, AccessLevel])[] = [
   // public
   ['GET', '/health', 'public'],
+  ['GET', '/healthz', 'public'],
+  ['GET', '/readyz', 'public'],
+  ['GET', '/readyz/extra', 'read-write'],
+  ['GET', '/healthzz', 'read-write'],
   ['GET', '/metrics', 'public'],
   ['GET', '/metrics/prometheus', 'public'],
   ['GET', '/', 'public'],
@@ -63,7 +67,7 @@ const ROUTES: readonly (readonly [string, string, AccessLevel])[] = [
   ['DELETE', '/api/v1/dlq', 'read-write'],
   ['POST', '/streams/v1/queries', 'read-write'],
   ['GET', '/no/such/route', 'read-write'],
-  ['GET', '/healthz', 'read-write'],
+  ['GET', '/healthcheck', 'read-write'],
   // spellings the router reads as another path
   ['GET', '/api/v1/%73ystem/maintenance', 'admin'],
   ['GET', '//api/v1/system/maintenance', 'admin'],

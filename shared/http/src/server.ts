@@ -112,9 +112,10 @@ export function createServerKit(options: ServerKitOptions): ServerKit {
       const outcome = await Promise.race([finished, timedOut]);
       clearTimeout(timer);
       if (outcome === 'timeout') {
+        // Cut what is left and stop waiting: a close hook stuck on a dead dependency (Redis
+        // down, reconnecting forever) must not hold the process past its grace period.
         app.log.warn('shutdown timeout reached: closing remaining connections');
         app.server.closeAllConnections();
-        await app.close().catch(() => undefined);
       }
       app.log.info({ elapsedMs: Date.now() - started }, 'shutdown complete');
     })();

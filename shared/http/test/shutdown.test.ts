@@ -46,6 +46,18 @@ test('SIGTERM: readiness fails first, in-flight work finishes, then exit 0', asy
   assert.equal(code, 0);
 });
 
+test('a close step that never finishes cannot hold the process past SHUTDOWN_TIMEOUT', async () => {
+  const child = spawn(process.execPath, ['--import', 'tsx', fixture, '--hang-on-close'], {
+    env: { ...process.env, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'silent', SHUTDOWN_TIMEOUT: '1s' },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const exited = once(child, 'exit');
+  await nextLine(child.stdout, /listening (\d+)/);
+  child.kill('SIGTERM');
+  const [code] = await exited;
+  assert.equal(code, 0);
+});
+
 test('a configuration error stops the process before it binds, naming the variable', async () => {
   const child = spawn(process.execPath, ['--import', 'tsx', fixture], {
     env: { ...process.env, PORT: 'eighty' },

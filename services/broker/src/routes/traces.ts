@@ -12,8 +12,9 @@ export function registerTraceRoutes(app: FastifyInstance, context: BrokerContext
     if (!isObject(body)) throw invalidRequest('body must be a JSON object');
     const names: string[] = [];
     if (body.traceName !== undefined) names.push(name(body.traceName, 'traceName'));
-    if (Array.isArray(body.traceNames))
-      body.traceNames.forEach((n, i) => names.push(name(n, `traceNames[${i}]`)));
+    if (Array.isArray(body.traceNames)) {
+      for (const [index, each] of body.traceNames.entries()) names.push(name(each, `traceNames[${index}]`));
+    }
     const entry = await storage.addTrace({
       partitionId: name(body.partitionId, 'partitionId'),
       transactionId: name(body.transactionId, 'transactionId'),
