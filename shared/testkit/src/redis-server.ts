@@ -97,6 +97,9 @@ export class RedisServer {
 
   private async waitExit(child: ChildProcess | undefined): Promise<void> {
     if (!child || child.exitCode !== null || child.signalCode !== null) return;
+    // Hold the event loop open while waiting: the child is unref'd, and with nothing else
+    // pending the test process would end before 'exit' arrives.
+    child.ref();
     await once(child, 'exit');
   }
 

@@ -1,0 +1,119 @@
+import { createHash } from 'node:crypto';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { forbidden, notFound, unauthorized } from './errors.js';
+import type { Hub } from './hub.js';
+import type { Subscriber } from './subscriber.js';
+import type { SubscriptionRecord } from './transport.js';
+import type { Update } from './update.js';
+
+export const SUBSCRIPTIONS_PATH = '/.well-known/mercure/subscriptions';
+const CONTEXT = 'https://mercure.rocks/';
+
+/** `/.well-known/mercure/subscriptions/{matchType}/{match}/{subscriber}`, each part percent-encoded. */
+export function subscriptionTopic(matchType: string, match: string, subscriber: string): string {
+  return `${SUBSCRIPTIONS_PATH}/${encodeURIComponent(matchType)}/${encodeURIComponent(match)}/${encodeURIComponent(subscriber)}`;
+}
+
+export function subscriptionRecords(hub: Hub, subscriber: Subscriber): SubscriptionRecord[] {
+  return subscriber.matchers.map((matcher) => {
+    const payload = hub.auth.selectPayload(subscriber.principal, matcher.matchType, matcher.match);
+    return {
+      id: subscriptionTopic(matcher.matchType, matcher.match, subscriber.iri),
+      matchType: matcher.matchType,
+      match: matcher.match,
+      subscriber: subscriber.iri,
+      ...(payload !== undefined ? { payload } : {}),
+    };
+  });
+}
+
+interface SubscriptionDocument {
+  '@context'?: string;
+  id: string;
+  type: 'Subscription';
+  matchType: string;
+  match: string;
+  subscriber: string;
+  active: boolean;
+  payload?: unknown;
+}
+
+function subscriptionDocument(
+  record: SubscriptionRecord,
+  active: boolean,
+  withContext: boolean,
+): SubscriptionDocument {
+  return {
+    ...(withContext ? { '@context': CONTEXT } : {}),
+    id: record.id,
+    type: 'Subscription',
+    matchType: record.matchType,
+    match: record.match,
+    subscriber: record.subscriber,
+    active,
+    ...(record.payload !== undefined ? { payload: record.payload } : {}),
+  };
+}
+
+/** The private `mercure`-typed update announcing a subscription's start or end (hub.md). */
+export function subscriptionEvent(id: string, record: SubscriptionRecord, active: boolean): Update {
+  return {
+    id,
+    topics: [record.id],
+    data: JSON.stringify(subscriptionDocument(record, active, true)),
+    private: true,
+    type: 'mercure',
+  };
+}
+
+/**
+ * GET /.well-known/mercure/subscriptions[/{matchType}[/{match}[/{subscriber}]]]: the cluster-wide
+ * registry. Access needs a token whose `subscribe` claim matches the requested path.
+ */
+export async function handleSubscriptionsApi(
+  hub: Hub,
+  request: FastifyRequest<{ Params: { matchType?: string; match?: string; subscriber?: string } }>,
+  reply: FastifyReply,
+): Promise<unknown> {
+  const principal = await hub.authenticate(request, 'subscriber');
+  if (!principal) throw unauthorized('Authentication required');
+  const path = request.url.split('?')[0] as string;
+  if (!hub.auth.canReceive(principal, [path]))
+    throw forbidden('The token does not allow this subscriptions resource');
+
+  const { matchType, match, subscriber } = request.params;
+  const [records, lastEventID] = await Promise.all([
+    hub.transport.listSubscriptions(),
+    hub.transport.lastEventId(),
+  ]);
+  const selected = records
+    .filter(
+      (record) =>
+        (matchType === undefined || record.matchType.toLowerCase() === matchType.toLowerCase()) &&
+        (match === undefined || record.match === match) &&
+        (subscriber === undefined || record.subscriber === subscriber),
+    )
+    .sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+
+  let document: unknown;
+  if (subscriber !== undefined) {
+    const [record] = selected;
+    if (!record) throw notFound();
+    document = { ...subscriptionDocument(record, true, true), lastEventID: lastEventID ?? 'earliest' };
+  } else {
+    document = {
+      '@context': CONTEXT,
+      id: path,
+      type: 'Subscriptions',
+      subscriptions: selected.map((record) => subscriptionDocument(record, true, false)),
+      lastEventID: lastEventID ?? 'earliest',
+    };
+  }
+  const body = JSON.stringify(document);
+  const etag = `"${createHash('sha1').update(body).digest('base64url')}"`;
+  reply.header('content-type', 'application/ld+json');
+  reply.header('etag', etag);
+  reply.header('link', `<${hub.hubUrl(request)}>; rel="mercure"`);
+  if (request.headers['if-none-match'] === etag) return reply.code(304).send();
+  return reply.send(body);
+}

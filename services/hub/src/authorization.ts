@@ -1,0 +1,96 @@
+import {
+  canPublish,
+  canReceive,
+  compileLegacySelector,
+  compileTopicSelector,
+  createMercureAuthenticator,
+  type MercureAuthenticator,
+  type MercureClaims,
+  selectPayload,
+  type TokenSource,
+  transportFactsOf,
+} from '@herald/auth';
+import type { FastifyBaseLogger, FastifyRequest } from 'fastify';
+import type { HubConfig } from './config.js';
+import { queryParameters } from './query.js';
+import type { TopicMatcher } from './subscriber.js';
+
+export type TokenRole = 'publisher' | 'subscriber';
+
+/** A verified token: its Mercure claims, where it came from, when it expires. */
+export interface Principal {
+  readonly claims: MercureClaims;
+  readonly tokenSource: TokenSource;
+  /** Milliseconds since the epoch; undefined for a token without `exp`. */
+  readonly expiresAt: number | undefined;
+}
+
+/**
+ * The hub's seam onto `@herald/auth` (auth.md, hub profile): token sources and the HTTPS rule,
+ * verification, claims, and the topic matchers, which the subscribe `match*` parameters use too
+ * so a pattern means the same thing in a query and in a claim.
+ */
+export class HubAuthorization {
+  private readonly authenticator: MercureAuthenticator;
+  private readonly baseUrl: string | undefined;
+
+  constructor(
+    private readonly config: HubConfig,
+    logger: FastifyBaseLogger,
+    onFailure: (reason: string) => void,
+  ) {
+    this.baseUrl = config.MERCURE_PUBLIC_URL?.href;
+    this.authenticator = createMercureAuthenticator(config, {
+      ...(this.baseUrl ? { hubUrl: this.baseUrl } : {}),
+      logger,
+      onFailure,
+    });
+  }
+
+  /** Compiles one subscribe matcher; AuthError 501 for an unknown type, 400 for a bad pattern. */
+  compileMatcher(match: string, matchType: string, legacy = false): TopicMatcher {
+    if (legacy) return compileLegacySelector(match);
+    return compileTopicSelector(match, matchType, this.baseUrl ? { baseUrl: this.baseUrl } : undefined);
+  }
+
+  /**
+   * The request's principal, or undefined when it carries no token (anonymous). Rejects with an
+   * AuthError for an invalid token, or for any token over an insecure transport.
+   */
+  async authenticate(request: FastifyRequest, role: TokenRole): Promise<Principal | undefined> {
+    const result = await this.authenticator.authenticate(
+      {
+        headers: request.headers,
+        query: queryParameters(request.url),
+        transport: transportFactsOf(request, { devMode: this.config.MERCURE_DEV }),
+      },
+      role,
+    );
+    if (!result.claims || !result.source) return undefined;
+    return { claims: result.claims, tokenSource: result.source, expiresAt: result.expiresAt };
+  }
+
+  mayPublish(principal: Principal, topics: readonly string[]): boolean {
+    return canPublish(principal.claims, topics);
+  }
+
+  hasPublishClaim(principal: Principal): boolean {
+    return principal.claims.publish.length > 0;
+  }
+
+  canReceive(principal: Principal | undefined, topics: readonly string[]): boolean {
+    return canReceive(principal?.claims, topics);
+  }
+
+  selectPayload(principal: Principal | undefined, matchType: string, match: string): unknown {
+    return selectPayload(principal?.claims, { matchType, match });
+  }
+
+  ready(): Promise<void> {
+    return this.authenticator.ready();
+  }
+
+  close(): void {
+    this.authenticator.close();
+  }
+}

@@ -1,0 +1,92 @@
+import { mercureAuthSettings } from '@herald/auth';
+import {
+  boolean,
+  type ConfigOf,
+  duration,
+  type Environment,
+  integer,
+  list,
+  parseEnv,
+  string,
+  url,
+} from '@herald/config';
+import { httpSettings } from '@herald/http';
+
+/**
+ * Every environment variable the hub reads (docs/hub.md lists them with their defaults).
+ * Names follow the reference hub's where it has one (hub.md, configuration).
+ */
+export const hubSpec = {
+  ...httpSettings(8080),
+  /** Unset: the in-process backend (single node only; logged loudly at start). */
+  REDIS_URL: url({ protocols: ['redis:', 'rediss:'] }),
+  /**
+   * MERCURE_{PUBLISHER,SUBSCRIBER}_{JWT_KEY,JWT_ALG,JWKS_URL}, MERCURE_LEGACY_CLAIMS,
+   * MERCURE_COOKIE_NAME, MERCURE_JWT_ISSUERS, MERCURE_JWT_AUDIENCE: one definition, in @herald/auth.
+   */
+  ...mercureAuthSettings,
+  /** Accept subscribers without a token (public updates only). */
+  MERCURE_ANONYMOUS: boolean({ default: false }),
+  /** Development mode: anonymous subscribers, loopback peers treated as secure, the dev UI. */
+  MERCURE_DEV: boolean({ default: false }),
+  /** Publish subscription events and serve the active subscriptions API. */
+  MERCURE_SUBSCRIPTIONS: boolean({ default: false }),
+  /** How long a node's claim on its subscription entries lives without renewal (cluster). */
+  MERCURE_SUBSCRIPTIONS_LEASE: duration({ default: 15_000, min: 1000 }),
+  MERCURE_CORS_ORIGINS: list({ default: [] }),
+  /** Default: true with explicit origins, false with `*`; true together with `*` is refused. */
+  MERCURE_CORS_CREDENTIALS: boolean(),
+  MERCURE_PUBLISH_ORIGINS: list({ default: [] }),
+  /** Comment sent on idle streams; 0 disables. */
+  MERCURE_HEARTBEAT: duration({ default: 40_000 }),
+  /** Maximum connection lifetime (each connection gets 80-100 % of it); 0 disables. */
+  MERCURE_WRITE_TIMEOUT: duration({ default: 600_000 }),
+  /** A write blocked longer than this closes the subscriber. */
+  MERCURE_DISPATCH_TIMEOUT: duration({ default: 5000, min: 1 }),
+  MERCURE_MAX_CONNECTION_QUEUE_BYTES: integer({ default: 1024 * 1024, min: 1024 }),
+  MERCURE_MAX_CONNECTION_QUEUE_EVENTS: integer({ default: 10_000, min: 1 }),
+  MERCURE_HISTORY_SIZE: integer({ default: 10_000, min: 1 }),
+  /** Age bound of history entries; 0 keeps entries until the size bound trims them. */
+  MERCURE_HISTORY_TTL: duration({ default: 86_400_000 }),
+  MERCURE_DRAIN_WINDOW: duration({ default: 10_000 }),
+  /** Redis key and channel prefix; all keys share one hash tag so scripts work on a cluster. */
+  MERCURE_REDIS_PREFIX: string({ default: 'herald:hub:' }),
+  /** Public URL of the hub: base URL of URLPattern matchers (default: from each request's host). */
+  MERCURE_PUBLIC_URL: url({ protocols: ['https:', 'http:'] }),
+};
+
+export type HubConfig = ConfigOf<typeof hubSpec>;
+
+/** Parses and validates the hub's settings; cross-field rules throw a ConfigError too. */
+export function parseHubConfig(environment: Environment): HubConfig {
+  const config = parseEnv(hubSpec, environment, { ownedPrefixes: ['MERCURE_'] });
+  validateHubConfig(config);
+  return config;
+}
+
+export class HubConfigError extends Error {
+  override readonly name = 'ConfigError';
+  constructor(
+    readonly variable: string,
+    reason: string,
+  ) {
+    super(`${variable}: ${reason}`);
+  }
+}
+
+export function validateHubConfig(config: HubConfig): void {
+  const wildcard = config.MERCURE_CORS_ORIGINS.includes('*');
+  if (wildcard && config.MERCURE_CORS_CREDENTIALS === true) {
+    // Browsers refuse `*` with credentials; allowing any origin with cookies would be a CSRF hole.
+    throw new HubConfigError('MERCURE_CORS_CREDENTIALS', 'credentials cannot be allowed with origin `*`');
+  }
+  if (wildcard && config.MERCURE_CORS_ORIGINS.length > 1) {
+    throw new HubConfigError('MERCURE_CORS_ORIGINS', '`*` cannot be combined with explicit origins');
+  }
+}
+
+/** Whether CORS responses may carry credentials (cookies). */
+export function corsCredentials(config: HubConfig): boolean {
+  if (config.MERCURE_CORS_ORIGINS.includes('*')) return false;
+  return config.MERCURE_CORS_CREDENTIALS ?? config.MERCURE_CORS_ORIGINS.length > 0;
+}

@@ -1,0 +1,367 @@
+import { randomUUID } from 'node:crypto';
+import { EventEmitter } from 'node:events';
+import type { ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { createServerKit, type Lifecycle, type ServerKit } from '@herald/http';
+import { createMetrics, type Metrics } from '@herald/metrics';
+import type { FastifyInstance, FastifyRequest, FastifyServerOptions } from 'fastify';
+import {
+  handleSubscriptionsApi,
+  SUBSCRIPTIONS_PATH,
+  subscriptionEvent,
+  subscriptionRecords,
+} from './active-subscriptions.js';
+import { HubAuthorization, type Principal, type TokenRole } from './authorization.js';
+import { corsCredentials, type HubConfig } from './config.js';
+import { registerCors } from './cors.js';
+import { HubError } from './errors.js';
+import { createHubMetrics, type HubMetrics } from './metrics.js';
+import { authorizePublisher, handlePublish, PUBLISH_BODY_LIMIT } from './publish.js';
+import { handleSubscribe } from './subscribe.js';
+import { type CloseReason, Subscriber, type TopicMatcher } from './subscriber.js';
+import { SubscriberIndex } from './subscriptions.js';
+import type { SubscriptionRecord, Transport } from './transport.js';
+import { MemoryTransport } from './transport-memory.js';
+import { RedisTransport } from './transport-redis.js';
+import { registerDevUi } from './ui/routes.js';
+import type { StoredUpdate, Update } from './update.js';
+
+export const HUB_PATH = '/.well-known/mercure';
+
+export interface HubOptions {
+  readonly config: HubConfig;
+  /** A registry of its own per hub (tests run several hubs in one process). */
+  readonly metrics?: Metrics;
+  /** Extra fastify options (tests pass `logger: false`). */
+  readonly fastify?: Omit<FastifyServerOptions, 'https' | 'http2'>;
+  /** End-to-end pub/sub probe interval and timeout (Redis backend). */
+  readonly probeInterval?: number;
+  readonly probeTimeout?: number;
+}
+
+interface RegisterOptions {
+  readonly iri: string;
+  readonly matchers: readonly TopicMatcher[];
+  readonly principal: Principal | undefined;
+  readonly response: ServerResponse;
+  readonly replay: boolean;
+}
+
+/** One hub node: the local subscribers, the backend, and the decisions between them. */
+export class Hub {
+  readonly index = new SubscriberIndex();
+  /** `subscriber-closed` ({ iri, reason }): lets tests and embedders observe disconnects. */
+  readonly events = new EventEmitter();
+  readonly metrics: HubMetrics;
+  readonly transport: Transport;
+  readonly auth: HubAuthorization;
+  private heartbeatTimer: NodeJS.Timeout | undefined;
+  private draining = false;
+  private drained: Promise<void> | undefined;
+  private readonly closedWaiters = new Set<() => void>();
+  private readonly pendingAnnouncements = new Set<Promise<void>>();
+
+  constructor(
+    readonly config: HubConfig,
+    sharedMetrics: Metrics,
+    private readonly app: FastifyInstance,
+    options: Pick<HubOptions, 'probeInterval' | 'probeTimeout'>,
+  ) {
+    this.metrics = createHubMetrics(sharedMetrics, () => this.transport.historyLength());
+    this.auth = new HubAuthorization(config, app.log, (reason) => this.metrics.authFailures.inc({ reason }));
+    const log = (level: 'info' | 'warn' | 'error', message: string, details?: object) =>
+      app.log[level](details ?? {}, message);
+    this.transport = config.REDIS_URL
+      ? new RedisTransport({
+          url: config.REDIS_URL.href,
+          prefix: config.MERCURE_REDIS_PREFIX,
+          historySize: config.MERCURE_HISTORY_SIZE,
+          historyTtl: config.MERCURE_HISTORY_TTL,
+          metrics: sharedMetrics,
+          hubMetrics: this.metrics,
+          subscriptions: config.MERCURE_SUBSCRIPTIONS,
+          subscriptionsLease: config.MERCURE_SUBSCRIPTIONS_LEASE,
+          log,
+          ...(options.probeInterval !== undefined ? { probeInterval: options.probeInterval } : {}),
+          ...(options.probeTimeout !== undefined ? { probeTimeout: options.probeTimeout } : {}),
+        })
+      : new MemoryTransport({
+          historySize: config.MERCURE_HISTORY_SIZE,
+          historyTtl: config.MERCURE_HISTORY_TTL,
+        });
+  }
+
+  get isDraining(): boolean {
+    return this.draining;
+  }
+
+  get anonymousAllowed(): boolean {
+    return this.config.MERCURE_ANONYMOUS || this.config.MERCURE_DEV;
+  }
+
+  async start(): Promise<void> {
+    if (this.transport.kind === 'memory') {
+      this.app.log.warn(
+        'REDIS_URL is not set: using the in-process backend (single node only, history in memory); set REDIS_URL to run a cluster',
+      );
+    } else {
+      this.app.log.info({ prefix: this.config.MERCURE_REDIS_PREFIX }, 'using the Redis backend');
+    }
+    this.transport.onOrphanedSubscriptions((records) => this.track(this.announceOrphans(records)));
+    await this.transport.start((update) => this.dispatch(update));
+    const heartbeat = this.config.MERCURE_HEARTBEAT;
+    if (heartbeat > 0) {
+      this.heartbeatTimer = setInterval(() => this.sendHeartbeats(heartbeat), Math.max(50, heartbeat / 4));
+      this.heartbeatTimer.unref();
+    }
+  }
+
+  /** The transport's listener: every update, once, in order. */
+  private dispatch(update: StoredUpdate): void {
+    const stop = this.metrics.fanoutDuration.startTimer();
+    const delivered = this.index.dispatch(update);
+    stop();
+    if (delivered > 0) this.metrics.deliveriesTotal.inc(delivered);
+  }
+
+  private sendHeartbeats(interval: number): void {
+    const idleSince = Date.now() - interval;
+    for (const subscriber of this.index.all()) {
+      if (subscriber.lastWriteAt <= idleSince) subscriber.heartbeat();
+    }
+  }
+
+  hubUrl(request: FastifyRequest): string {
+    if (this.config.MERCURE_PUBLIC_URL) return this.config.MERCURE_PUBLIC_URL.href;
+    return `${request.protocol}://${request.host}${HUB_PATH}`;
+  }
+
+  /**
+   * The request's principal, or undefined when it carries no token. A token over plain HTTP is
+   * refused before it is evaluated; an invalid token is always an error (no silent downgrade).
+   */
+  authenticate(request: FastifyRequest, role: TokenRole): Promise<Principal | undefined> {
+    return this.auth.authenticate(request, role);
+  }
+
+  registerSubscriber(options: RegisterOptions): Subscriber {
+    const config = this.config;
+    const subscriber = new Subscriber({
+      iri: options.iri,
+      matchers: options.matchers,
+      principal: options.principal,
+      canReceivePrivate: (topics) =>
+        options.principal ? this.auth.canReceive(options.principal, topics) : false,
+      response: options.response,
+      limits: {
+        maxQueueBytes: config.MERCURE_MAX_CONNECTION_QUEUE_BYTES,
+        maxQueueEvents: config.MERCURE_MAX_CONNECTION_QUEUE_EVENTS,
+        dispatchTimeout: config.MERCURE_DISPATCH_TIMEOUT,
+      },
+      onClose: (closed, reason) => this.onSubscriberClosed(closed, reason),
+    });
+    if (options.replay) subscriber.beginReplay(this.transport.lastDispatchedPosition);
+    this.index.add(subscriber);
+    this.metrics.subscribersConnected.inc();
+    this.metrics.subscribersTotal.inc();
+
+    const expiresAt = options.principal?.expiresAt;
+    if (expiresAt !== undefined) subscriber.closeAfter(expiresAt - Date.now(), 'token_expired');
+    if (config.MERCURE_WRITE_TIMEOUT > 0) {
+      // 80-100 % of the maximum, so connections opened together do not all reconnect together.
+      subscriber.closeAfter(config.MERCURE_WRITE_TIMEOUT * (0.8 + 0.2 * Math.random()), 'lifetime');
+    }
+    if (config.MERCURE_SUBSCRIPTIONS) this.track(this.announceSubscriber(subscriber, true));
+    return subscriber;
+  }
+
+  private onSubscriberClosed(subscriber: Subscriber, reason: CloseReason): void {
+    this.index.remove(subscriber);
+    this.metrics.subscribersConnected.dec();
+    if (reason === 'queue_full' || reason === 'dispatch_timeout') {
+      this.metrics.slowSubscriberDisconnects.inc({ reason });
+      this.app.log.info({ subscriber: subscriber.iri, reason }, 'slow subscriber disconnected');
+    }
+    if (this.config.MERCURE_SUBSCRIPTIONS) this.track(this.announceSubscriber(subscriber, false));
+    this.events.emit('subscriber-closed', { iri: subscriber.iri, reason });
+    if (this.index.size === 0) {
+      for (const resolve of this.closedWaiters) resolve();
+      this.closedWaiters.clear();
+    }
+  }
+
+  /** Subscription announcements still in flight must be published before the backend stops. */
+  private track(announcement: Promise<void>): void {
+    this.pendingAnnouncements.add(announcement);
+    void announcement.finally(() => this.pendingAnnouncements.delete(announcement));
+  }
+
+  private async announceSubscriber(subscriber: Subscriber, active: boolean): Promise<void> {
+    const records = subscriptionRecords(this, subscriber);
+    try {
+      if (active) await this.transport.addSubscriptions(records);
+      else await this.transport.removeSubscriptions(records.map((record) => record.id));
+      for (const record of records)
+        await this.publish(subscriptionEvent(`urn:uuid:${randomUUID()}`, record, active));
+    } catch (error) {
+      this.app.log.warn({ err: error, active }, 'could not record or announce a subscription change');
+    }
+  }
+
+  /** `active: false` for the entries of a node that died, claimed by this node exactly once. */
+  private async announceOrphans(records: readonly SubscriptionRecord[]): Promise<void> {
+    this.app.log.info({ count: records.length }, 'announcing the end of subscriptions of a departed node');
+    for (const record of records) {
+      try {
+        await this.publish(subscriptionEvent(`urn:uuid:${randomUUID()}`, record, false));
+      } catch (error) {
+        this.app.log.warn({ err: error }, 'could not announce an orphaned subscription');
+      }
+    }
+  }
+
+  async publish(update: Update): Promise<string> {
+    const stop = this.metrics.publishDuration.startTimer();
+    await this.transport.publish(update);
+    stop();
+    this.metrics.updatesTotal.inc();
+    return update.id;
+  }
+
+  /**
+   * Graceful drain (hub.md): readiness is already failing, new subscribers get 503, and open
+   * streams close spread over the drain window so their reconnects spread over the other nodes.
+   */
+  drain(deadline: number): Promise<void> {
+    this.drained ??= this.closeSpread(deadline);
+    return this.drained;
+  }
+
+  private async closeSpread(deadline: number): Promise<void> {
+    this.draining = true;
+    const subscribers = [...this.index.all()];
+    if (subscribers.length === 0) return;
+    const window = Math.max(0, Math.min(this.config.MERCURE_DRAIN_WINDOW, deadline - Date.now() - 1000));
+    const allClosed = new Promise<void>((resolve) => this.closedWaiters.add(resolve));
+    const step = window / subscribers.length;
+    subscribers.forEach((subscriber, position) => {
+      setTimeout(() => subscriber.close('drain'), Math.floor(step * position));
+    });
+    await allClosed;
+  }
+
+  /** Before the listener closes: lets a drain finish, then closes whatever streams remain. */
+  async closeStreams(): Promise<void> {
+    this.draining = true;
+    if (this.drained) await this.drained;
+    for (const subscriber of [...this.index.all()]) subscriber.close('shutdown');
+  }
+
+  /** After the listener closed: stops heartbeats and the backend. */
+  async stop(): Promise<void> {
+    clearInterval(this.heartbeatTimer);
+    // Bounded: with Redis unreachable these would wait in the offline queue forever.
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      Promise.allSettled([...this.pendingAnnouncements]),
+      new Promise((resolve) => (timer = setTimeout(resolve, 2000))),
+    ]);
+    clearTimeout(timer);
+    await this.transport.stop();
+    this.auth.close();
+  }
+}
+
+export interface HubServer {
+  readonly app: FastifyInstance;
+  readonly hub: Hub;
+  readonly lifecycle: Lifecycle;
+  readonly kit: ServerKit;
+  /** Binds PORT/HOST and starts the backend. */
+  listen(): Promise<AddressInfo>;
+  /** Graceful: readiness off, drain, stop. */
+  shutdown(reason?: string): Promise<void>;
+  exitOnSignals(): void;
+}
+
+/** Builds a hub node (routes, backend, lifecycle) without binding a port. */
+export function createHub(options: HubOptions): HubServer {
+  const { config } = options;
+  const metrics = options.metrics ?? createMetrics({ defaultLabels: { service: 'hub' } });
+  const kit = createServerKit({
+    name: 'hub',
+    config,
+    metrics,
+    bodyLimit: PUBLISH_BODY_LIMIT,
+    ...(options.fastify ? { fastify: options.fastify } : {}),
+  });
+  const { app, lifecycle } = kit;
+  const hub = new Hub(config, metrics, app, options);
+
+  app.setErrorHandler(
+    (error: Error & { statusCode?: number; status?: number; reason?: string }, request, reply) => {
+      const status = error instanceof HubError ? error.status : (error.statusCode ?? error.status ?? 500);
+      // AuthErrors are counted by the authenticator's onFailure; these are the hub's own refusals.
+      if (error instanceof HubError && error.authReason)
+        hub.metrics.authFailures.inc({ reason: error.authReason });
+      if (status >= 500 && status !== 501 && status !== 503)
+        request.log.error({ err: error }, 'request failed');
+      else request.log.info({ status, code: (error as { code?: string }).code }, error.message);
+      const message =
+        status >= 500 && status !== 501 && status !== 503 ? 'Internal Server Error' : error.message;
+      return reply.code(status).type('text/plain; charset=utf-8').send(message);
+    },
+  );
+
+  registerCors(app, {
+    origins: config.MERCURE_CORS_ORIGINS,
+    credentials: corsCredentials(config),
+  });
+  app.addContentTypeParser(
+    'application/x-www-form-urlencoded',
+    { parseAs: 'string', bodyLimit: PUBLISH_BODY_LIMIT },
+    (_request, body, done) => done(null, body),
+  );
+  app.get(HUB_PATH, (request, reply) => handleSubscribe(hub, request, reply));
+  app.post(HUB_PATH, { onRequest: (request) => authorizePublisher(hub, request) }, (request, reply) =>
+    handlePublish(hub, request, reply),
+  );
+  if (config.MERCURE_SUBSCRIPTIONS) {
+    for (const suffix of ['', '/:matchType', '/:matchType/:match', '/:matchType/:match/:subscriber']) {
+      app.get(`${SUBSCRIPTIONS_PATH}${suffix}`, (request, reply) =>
+        handleSubscriptionsApi(hub, request as Parameters<typeof handleSubscriptionsApi>[1], reply),
+      );
+    }
+  }
+  if (config.MERCURE_DEV) registerDevUi(app);
+
+  lifecycle.addReadinessCheck('backend', () => hub.transport.readiness());
+  lifecycle.onDrain((deadline) => hub.drain(deadline));
+  app.addHook('preClose', async () => hub.closeStreams());
+  app.addHook('onClose', async () => hub.stop());
+
+  let started: Promise<void> | undefined;
+  return {
+    app,
+    hub,
+    lifecycle,
+    kit,
+    async listen() {
+      started ??= hub.start();
+      await started;
+      return kit.listen();
+    },
+    shutdown: (reason = 'shutdown') => kit.shutdown(reason),
+    exitOnSignals: () => kit.exitOnSignals(),
+  };
+}
+
+/** Builds and binds a hub node (programmatic entry point used by tests and main.ts). */
+export async function startHub(
+  config: HubConfig,
+  options: Omit<HubOptions, 'config'> = {},
+): Promise<HubServer> {
+  const server = createHub({ ...options, config });
+  await server.listen();
+  return server;
+}

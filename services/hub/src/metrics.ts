@@ -1,0 +1,88 @@
+import { Counter, Gauge, Histogram, type Metrics } from '@herald/metrics';
+
+/** The hub's series (docs/contracts.md, metric names), registered on the process registry. */
+export interface HubMetrics {
+  readonly subscribersConnected: Gauge;
+  readonly subscribersTotal: Counter;
+  readonly updatesTotal: Counter;
+  readonly publishDuration: Histogram;
+  readonly fanoutDuration: Histogram;
+  readonly deliveriesTotal: Counter;
+  readonly slowSubscriberDisconnects: Counter<'reason'>;
+  readonly authFailures: Counter<'reason'>;
+  readonly pubsubReconnects: Counter;
+  readonly pubsubProbeOk: Gauge;
+  readonly historyLength: Gauge;
+}
+
+export function createHubMetrics(metrics: Metrics, historyLength: () => Promise<number>): HubMetrics {
+  const registers = [metrics.registry];
+  return {
+    subscribersConnected: new Gauge({
+      name: 'mercure_subscribers_connected',
+      help: 'Subscribers currently connected to this node.',
+      registers,
+    }),
+    subscribersTotal: new Counter({
+      name: 'mercure_subscribers_total',
+      help: 'Subscribers that connected to this node since it started.',
+      registers,
+    }),
+    updatesTotal: new Counter({
+      name: 'mercure_updates_total',
+      help: 'Updates published through this node.',
+      registers,
+    }),
+    publishDuration: new Histogram({
+      name: 'mercure_publish_duration_seconds',
+      help: 'Time to append an update to history and hand it to the fan-out channel.',
+      buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5, 1],
+      registers,
+    }),
+    fanoutDuration: new Histogram({
+      name: 'mercure_fanout_duration_seconds',
+      help: "Time to match one update against this node's subscribers and queue it on their streams.",
+      buckets: [0.00001, 0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.05, 0.1],
+      registers,
+    }),
+    deliveriesTotal: new Counter({
+      name: 'mercure_deliveries_total',
+      help: 'Events written to subscriber streams of this node (live and replayed).',
+      registers,
+    }),
+    slowSubscriberDisconnects: new Counter({
+      name: 'mercure_slow_subscriber_disconnects_total',
+      help: 'Subscribers closed because their queue overflowed or a write stayed blocked too long.',
+      labelNames: ['reason'],
+      registers,
+    }),
+    authFailures: new Counter({
+      name: 'mercure_auth_failures_total',
+      help: 'Requests refused by authentication or authorization, by reason.',
+      labelNames: ['reason'],
+      registers,
+    }),
+    pubsubReconnects: new Counter({
+      name: 'mercure_pubsub_reconnects_total',
+      help: "Reconnections of this node's fan-out subscription.",
+      registers,
+    }),
+    pubsubProbeOk: new Gauge({
+      name: 'mercure_pubsub_probe_ok',
+      help: '1 when the last end-to-end pub/sub probe came back in time, else 0.',
+      registers,
+    }),
+    historyLength: new Gauge({
+      name: 'mercure_history_length',
+      help: 'Entries currently retained in the update history.',
+      registers,
+      async collect() {
+        try {
+          this.set(await historyLength());
+        } catch {
+          // Left at its last value while the backend is unreachable; readiness reports the outage.
+        }
+      },
+    }),
+  };
+}

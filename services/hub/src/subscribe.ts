@@ -1,0 +1,159 @@
+import { randomUUID } from 'node:crypto';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import {
+  draining,
+  missingMatcher,
+  patternTooLong,
+  tooManyMatchers,
+  unauthorized,
+  unsupportedMatchType,
+} from './errors.js';
+import type { Hub } from './hub.js';
+import { queryParameters } from './query.js';
+import { OPENING_COMMENT, SSE_HEADERS } from './sse.js';
+import type { TopicMatcher } from './subscriber.js';
+import type { Position } from './update.js';
+
+/** Reference hub limits (hub.md, subscribe). */
+export const MAX_MATCHERS = 100;
+export const MAX_PATTERN_BYTES = 4096;
+const REPLAY_PAGE = 1000;
+
+/**
+ * Query parameter names (lower-cased: names compare case-insensitively) and the matcher type each
+ * one selects. `match_exact`/`match_urlpattern` are the Mercure 1.0 spellings (hub.md, decision).
+ */
+const MATCH_PARAMETERS: Readonly<Record<string, string>> = {
+  match: 'Exact',
+  matchexact: 'Exact',
+  match_exact: 'Exact',
+  matchurlpattern: 'URLPattern',
+  match_urlpattern: 'URLPattern',
+  matchregexp: 'Regexp',
+  matchuritemplate: 'URITemplate',
+};
+const CURSOR_PARAMETERS = new Set(['lasteventid', 'last_event_id']);
+
+export interface MatcherRequest {
+  readonly matchType: string;
+  readonly match: string;
+  /** A 0.x `topic` parameter (legacy mode): a URI template or an exact topic. */
+  readonly legacy?: boolean;
+}
+
+export interface SubscribeQuery {
+  readonly matchers: MatcherRequest[];
+  readonly lastEventId: string | undefined;
+}
+
+/** Parses the subscribe query; throws the protocol's 400/501 errors. Pure, for unit tests. */
+export function parseSubscribeQuery(parameters: URLSearchParams, legacy: boolean): SubscribeQuery {
+  const matchers: MatcherRequest[] = [];
+  let lastEventId: string | undefined;
+  for (const [name, value] of parameters) {
+    const lower = name.toLowerCase();
+    if (CURSOR_PARAMETERS.has(lower)) {
+      lastEventId ??= value;
+      continue;
+    }
+    let matchType: string | undefined;
+    let isLegacy = false;
+    if (lower.startsWith('match')) {
+      matchType = MATCH_PARAMETERS[lower];
+      if (!matchType) throw unsupportedMatchType();
+    } else if (legacy && lower === 'topic') {
+      // 0.x: a URI template, or an exact topic when it has no expression.
+      matchType = 'URITemplate';
+      isLegacy = true;
+    } else {
+      continue;
+    }
+    if (Buffer.byteLength(value) > MAX_PATTERN_BYTES) throw patternTooLong(MAX_PATTERN_BYTES);
+    matchers.push({ matchType, match: value, ...(isLegacy ? { legacy: true } : {}) });
+    if (matchers.length > MAX_MATCHERS) throw tooManyMatchers(MAX_MATCHERS);
+  }
+  if (matchers.length === 0) throw missingMatcher();
+  return { matchers, lastEventId };
+}
+
+/** GET/HEAD /.well-known/mercure: an SSE stream (hub.md, subscribe). */
+export async function handleSubscribe(hub: Hub, request: FastifyRequest, reply: FastifyReply): Promise<void> {
+  if (hub.isDraining) throw draining();
+  const query = parseSubscribeQuery(queryParameters(request.url), hub.config.MERCURE_LEGACY_CLAIMS);
+  const matchers: TopicMatcher[] = query.matchers.map((requested) =>
+    hub.auth.compileMatcher(requested.match, requested.matchType, requested.legacy),
+  );
+  const principal = await hub.authenticate(request, 'subscriber');
+  if (!principal && !hub.anonymousAllowed) {
+    throw unauthorized('Authentication required');
+  }
+  const headerCursor = request.headers['last-event-id'];
+  const cursor = typeof headerCursor === 'string' && headerCursor !== '' ? headerCursor : query.lastEventId;
+
+  const headers: Record<string, string | number | string[]> = {};
+  for (const [name, value] of Object.entries(reply.getHeaders())) {
+    if (value !== undefined) headers[name] = value as string | number | string[];
+  }
+  Object.assign(headers, SSE_HEADERS);
+  if (request.method === 'HEAD') {
+    reply.hijack();
+    reply.raw.writeHead(200, headers);
+    reply.raw.end();
+    return;
+  }
+
+  reply.hijack();
+  const response = reply.raw;
+  // Registration and snapshot happen together, synchronously: every update after the snapshot
+  // reaches this subscriber live (buffered until the replay is written), every one up to it comes
+  // from history. No gap, no duplicate (the reference hub's replay/live race fix).
+  const subscriber = hub.registerSubscriber({
+    iri: `urn:uuid:${randomUUID()}`,
+    matchers,
+    principal,
+    response,
+    replay: cursor !== undefined,
+  });
+  request.raw.socket.setNoDelay(true);
+
+  let after: Position | undefined;
+  let precedingId: string | undefined;
+  if (cursor !== undefined) {
+    precedingId = 'earliest';
+    if (cursor !== 'earliest') {
+      try {
+        const position = await hub.transport.findPosition(cursor);
+        if (position !== undefined) {
+          after = position;
+          precedingId = cursor;
+          subscriber.skipThrough(position);
+        }
+      } catch (error) {
+        request.log.warn({ err: error }, 'history lookup failed; replaying from the earliest entry');
+      }
+    }
+    headers['last-event-id'] = precedingId;
+    headers['mercure-last-event-id'] = precedingId;
+  }
+  if (subscriber.closed) return;
+  response.writeHead(200, headers);
+  response.write(OPENING_COMMENT);
+  if (cursor === undefined) return;
+
+  const snapshot = subscriber.replaySnapshot as Position;
+  try {
+    for (;;) {
+      const page = await hub.transport.readHistory(after, snapshot, REPLAY_PAGE);
+      let sent = 0;
+      for (const update of page) if (subscriber.replay(update)) sent += 1;
+      hub.metrics.deliveriesTotal.inc(sent);
+      if (page.length < REPLAY_PAGE || subscriber.closed) break;
+      after = (page[page.length - 1] as { position: Position }).position;
+    }
+  } catch (error) {
+    request.log.error({ err: error }, 'history replay failed; closing the stream (the client resumes)');
+    subscriber.close('replay_failed');
+    return;
+  }
+  subscriber.endReplay();
+}

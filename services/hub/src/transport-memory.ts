@@ -1,0 +1,148 @@
+import type { SubscriptionRecord, Transport, UpdateListener } from './transport.js';
+import {
+  comparePositions,
+  ORIGIN_POSITION,
+  type Position,
+  type StoredUpdate,
+  type Update,
+} from './update.js';
+
+export interface MemoryTransportOptions {
+  readonly historySize: number;
+  /** Milliseconds; 0 disables the age bound. */
+  readonly historyTtl: number;
+}
+
+interface Entry {
+  readonly update: StoredUpdate;
+  readonly storedAt: number;
+}
+
+/**
+ * The embedded single-node backend: bounded in-memory history and synchronous local fan-out.
+ * Never shared between processes, so it must not be used where a cluster was intended (the hub
+ * logs which backend it runs on at start).
+ */
+export class MemoryTransport implements Transport {
+  readonly kind = 'memory' as const;
+  private listener: UpdateListener | undefined;
+  private entries: Entry[] = [];
+  private head = 0;
+  private readonly firstPositionById = new Map<string, Position>();
+  private lastMs = 0;
+  private sequence = 0;
+  private lastPosition: Position = ORIGIN_POSITION;
+  private readonly subscriptions = new Map<string, SubscriptionRecord>();
+
+  constructor(private readonly options: MemoryTransportOptions) {}
+
+  get lastDispatchedPosition(): Position {
+    return this.lastPosition;
+  }
+
+  async start(listener: UpdateListener): Promise<void> {
+    this.listener = listener;
+  }
+
+  private nextPosition(): Position {
+    const now = Date.now();
+    if (now > this.lastMs) {
+      this.lastMs = now;
+      this.sequence = 0;
+    } else {
+      this.sequence += 1;
+    }
+    return `${this.lastMs}-${this.sequence}`;
+  }
+
+  async publish(update: Update): Promise<Position> {
+    const position = this.nextPosition();
+    const stored: StoredUpdate = { ...update, position };
+    const storedAt = Date.now();
+    this.entries.push({ update: stored, storedAt });
+    if (!this.firstPositionById.has(update.id)) this.firstPositionById.set(update.id, position);
+    this.trim(storedAt);
+    this.lastPosition = position;
+    this.listener?.(stored);
+    return position;
+  }
+
+  private trim(now: number): void {
+    const { historySize, historyTtl } = this.options;
+    while (this.entries.length - this.head > 0) {
+      const oldest = this.entries[this.head] as Entry;
+      const tooMany = this.entries.length - this.head > historySize;
+      const tooOld = historyTtl > 0 && now - oldest.storedAt > historyTtl;
+      if (!tooMany && !tooOld) break;
+      if (this.firstPositionById.get(oldest.update.id) === oldest.update.position) {
+        this.firstPositionById.delete(oldest.update.id);
+      }
+      this.head += 1;
+    }
+    if (this.head > 1024 && this.head * 2 > this.entries.length) {
+      this.entries = this.entries.slice(this.head);
+      this.head = 0;
+    }
+  }
+
+  async findPosition(eventId: string): Promise<Position | undefined> {
+    this.trim(Date.now());
+    return this.firstPositionById.get(eventId);
+  }
+
+  /** Index of the first entry whose position is greater than `position`. */
+  private indexAfter(position: Position | undefined): number {
+    if (position === undefined) return this.head;
+    let low = this.head;
+    let high = this.entries.length;
+    while (low < high) {
+      const middle = (low + high) >>> 1;
+      if (comparePositions((this.entries[middle] as Entry).update.position, position) <= 0) low = middle + 1;
+      else high = middle;
+    }
+    return low;
+  }
+
+  async readHistory(after: Position | undefined, upTo: Position, limit: number): Promise<StoredUpdate[]> {
+    this.trim(Date.now());
+    const result: StoredUpdate[] = [];
+    for (let index = this.indexAfter(after); index < this.entries.length && result.length < limit; index++) {
+      const { update } = this.entries[index] as Entry;
+      if (comparePositions(update.position, upTo) > 0) break;
+      result.push(update);
+    }
+    return result;
+  }
+
+  async lastEventId(): Promise<string | undefined> {
+    return this.entries.length > this.head ? this.entries[this.entries.length - 1]?.update.id : undefined;
+  }
+
+  async historyLength(): Promise<number> {
+    return this.entries.length - this.head;
+  }
+
+  async readiness(): Promise<string | undefined> {
+    return undefined;
+  }
+
+  async addSubscriptions(records: readonly SubscriptionRecord[]): Promise<void> {
+    for (const record of records) this.subscriptions.set(record.id, record);
+  }
+
+  async removeSubscriptions(ids: readonly string[]): Promise<void> {
+    for (const id of ids) this.subscriptions.delete(id);
+  }
+
+  async listSubscriptions(): Promise<SubscriptionRecord[]> {
+    return [...this.subscriptions.values()];
+  }
+
+  onOrphanedSubscriptions(): void {
+    // A single process has no other node whose entries could be orphaned.
+  }
+
+  async stop(): Promise<void> {
+    this.listener = undefined;
+  }
+}

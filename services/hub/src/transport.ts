@@ -1,0 +1,53 @@
+import type { Position, StoredUpdate, Update } from './update.js';
+
+/** Receives every update, once, in publish order (position order), on every node. */
+export type UpdateListener = (update: StoredUpdate) => void;
+
+/** One entry of the active subscriptions registry (hub.md, active subscriptions). */
+export interface SubscriptionRecord {
+  /** The subscription's topic `/.well-known/mercure/subscriptions/{matchType}/{match}/{subscriber}`. */
+  readonly id: string;
+  readonly matchType: string;
+  readonly match: string;
+  readonly subscriber: string;
+  readonly payload?: unknown;
+}
+
+/**
+ * The storage and fan-out backend behind the hub: an in-process implementation
+ * (transport-memory.ts) and a Redis one (transport-redis.ts) honour the same contract, and the
+ * protocol tests run against both.
+ */
+export interface Transport {
+  readonly kind: 'memory' | 'redis';
+  /** Starts delivering updates to `listener`. Resolves once the node can serve. */
+  start(listener: UpdateListener): Promise<void>;
+  /** Appends to history and fans out to every node, atomically; resolves with the position. */
+  publish(update: Update): Promise<Position>;
+  /**
+   * Position of the last update handed to the listener. A subscriber registered now receives,
+   * live, exactly the updates after it: replay covers the rest (the replay/live race fix).
+   */
+  readonly lastDispatchedPosition: Position;
+  /** Position of the first entry with this update id, if still in history. */
+  findPosition(eventId: string): Promise<Position | undefined>;
+  /** Entries with `after < position <= upTo` (after undefined: from the oldest), at most `limit`. */
+  readHistory(after: Position | undefined, upTo: Position, limit: number): Promise<StoredUpdate[]>;
+  /** The id of the newest update in history, if any. */
+  lastEventId(): Promise<string | undefined>;
+  historyLength(): Promise<number>;
+  /** Undefined when healthy; otherwise why this node must not receive traffic. */
+  readiness(): Promise<string | undefined>;
+
+  /** Active subscriptions registry, cluster-wide for Redis. */
+  addSubscriptions(records: readonly SubscriptionRecord[]): Promise<void>;
+  removeSubscriptions(ids: readonly string[]): Promise<void>;
+  listSubscriptions(): Promise<SubscriptionRecord[]>;
+  /**
+   * Entries left behind by a node that died, claimed by this node exactly once (the caller
+   * publishes their `active: false` events). Memory: always empty.
+   */
+  onOrphanedSubscriptions(handler: (records: SubscriptionRecord[]) => void): void;
+
+  stop(): Promise<void>;
+}

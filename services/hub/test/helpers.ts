@@ -1,0 +1,269 @@
+import { createHmac } from 'node:crypto';
+import { request as httpRequest, type IncomingHttpHeaders, type IncomingMessage } from 'node:http';
+import { createMetrics } from '@herald/metrics';
+import { stopTestRedis, testRedisUrl, uniquePrefix } from '@herald/testkit';
+import { parseHubConfig } from '../src/config.js';
+import { type HubServer, startHub } from '../src/hub.js';
+
+export const PUBLISHER_SECRET = 'publisher-secret-for-tests-only-0123456789';
+export const SUBSCRIBER_SECRET = 'subscriber-secret-for-tests-only-0123456789';
+export const BACKENDS = ['memory', 'redis'] as const;
+export type Backend = (typeof BACKENDS)[number];
+
+const base64url = (value: string | Buffer) => Buffer.from(value).toString('base64url');
+
+/** An HS256 JWS (signed here with node:crypto so tests need no JWT library). */
+export function signToken(payload: Record<string, unknown>, secret: string): string {
+  const header = base64url(JSON.stringify({ alg: 'HS256', typ: 'JWT' }));
+  const body = base64url(JSON.stringify(payload));
+  const signature = createHmac('sha256', secret).update(`${header}.${body}`).digest('base64url');
+  return `${header}.${body}.${signature}`;
+}
+
+export interface Selector {
+  match: string;
+  matchType?: string;
+  payload?: unknown;
+}
+
+export function publisherToken(
+  publish: Selector[] = [{ match: '*' }],
+  extra: Record<string, unknown> = {},
+): string {
+  return signToken({ mercure: { publish }, ...extra }, PUBLISHER_SECRET);
+}
+
+export function subscriberToken(
+  subscribe: Selector[],
+  options: { payload?: unknown; exp?: number } = {},
+): string {
+  const mercure = { subscribe, ...(options.payload !== undefined ? { payload: options.payload } : {}) };
+  return signToken(
+    { mercure, ...(options.exp !== undefined ? { exp: options.exp } : {}) },
+    SUBSCRIBER_SECRET,
+  );
+}
+
+/** Requests look like they came through a trusted TLS-terminating proxy. */
+export const SECURE = { 'x-forwarded-proto': 'https' } as const;
+
+export interface TestHub {
+  readonly server: HubServer;
+  readonly origin: string;
+  readonly url: string;
+  close(): Promise<void>;
+}
+
+export async function startTestHub(
+  backend: Backend,
+  environment: Record<string, string> = {},
+): Promise<TestHub> {
+  const redis =
+    backend === 'redis' ? { REDIS_URL: await testRedisUrl(), MERCURE_REDIS_PREFIX: uniquePrefix('hub') } : {};
+  const config = parseHubConfig({
+    PORT: '0',
+    HOST: '127.0.0.1',
+    LOG_LEVEL: 'silent',
+    TRUSTED_PROXIES: '127.0.0.1',
+    MERCURE_PUBLISHER_JWT_KEY: PUBLISHER_SECRET,
+    MERCURE_SUBSCRIBER_JWT_KEY: SUBSCRIBER_SECRET,
+    ...redis,
+    ...environment,
+  });
+  const server = await startHub(config, { metrics: createMetrics(), probeInterval: 500 });
+  const address = server.app.server.address();
+  const port = typeof address === 'object' && address ? address.port : 0;
+  const origin = `http://127.0.0.1:${port}`;
+  return {
+    server,
+    origin,
+    url: `${origin}/.well-known/mercure`,
+    close: () => server.app.close(),
+  };
+}
+
+export async function cleanupRedis(): Promise<void> {
+  await stopTestRedis();
+}
+
+export interface SseEvent {
+  id?: string;
+  event?: string;
+  data: string;
+  retry?: number;
+}
+
+/** A minimal SSE client over node:http: the tests parse the stream themselves. */
+export class SseStream {
+  readonly events: SseEvent[] = [];
+  comments = 0;
+  ended = false;
+  private buffer = '';
+  private current: { id?: string; event?: string; data: string[]; retry?: number; seen: boolean } = {
+    data: [],
+    seen: false,
+  };
+  private readonly listeners = new Set<() => void>();
+
+  private constructor(
+    readonly status: number,
+    readonly headers: IncomingHttpHeaders,
+    readonly body: string,
+    private readonly response: IncomingMessage,
+  ) {}
+
+  static open(url: string, headers: Record<string, string> = {}): Promise<SseStream> {
+    return new Promise((resolve, reject) => {
+      const request = httpRequest(url, { headers: { accept: 'text/event-stream', ...SECURE, ...headers } });
+      request.on('error', reject);
+      request.on('response', (response) => {
+        if (response.statusCode !== 200) {
+          let body = '';
+          response.setEncoding('utf8');
+          response.on('data', (chunk: string) => {
+            body += chunk;
+          });
+          response.on('end', () =>
+            resolve(new SseStream(response.statusCode ?? 0, response.headers, body, response)),
+          );
+          return;
+        }
+        const stream = new SseStream(200, response.headers, '', response);
+        response.setEncoding('utf8');
+        response.on('data', (chunk: string) => stream.feed(chunk));
+        const finish = () => {
+          stream.ended = true;
+          stream.notify();
+        };
+        response.on('end', finish);
+        response.on('close', finish);
+        response.on('error', finish);
+        // Resolve once the opening comment arrived: the subscription is registered by then.
+        stream.until(() => stream.comments > 0 || stream.ended).then(() => resolve(stream), reject);
+      });
+      request.end();
+    });
+  }
+
+  private feed(chunk: string): void {
+    this.buffer += chunk;
+    let newline = this.buffer.indexOf('\n');
+    while (newline !== -1) {
+      const line = this.buffer.slice(0, newline);
+      this.buffer = this.buffer.slice(newline + 1);
+      this.line(line);
+      newline = this.buffer.indexOf('\n');
+    }
+    this.notify();
+  }
+
+  private line(line: string): void {
+    if (line === '') {
+      if (this.current.seen) {
+        const { id, event, data, retry } = this.current;
+        this.events.push({
+          data: data.join('\n'),
+          ...(id !== undefined ? { id } : {}),
+          ...(event !== undefined ? { event } : {}),
+          ...(retry !== undefined ? { retry } : {}),
+        });
+      }
+      this.current = { data: [], seen: false };
+      return;
+    }
+    if (line.startsWith(':')) {
+      this.comments += 1;
+      return;
+    }
+    const colon = line.indexOf(':');
+    const field = colon === -1 ? line : line.slice(0, colon);
+    let value = colon === -1 ? '' : line.slice(colon + 1);
+    if (value.startsWith(' ')) value = value.slice(1);
+    this.current.seen = true;
+    if (field === 'data') this.current.data.push(value);
+    else if (field === 'id') this.current.id = value;
+    else if (field === 'event') this.current.event = value;
+    else if (field === 'retry') this.current.retry = Number(value);
+  }
+
+  private notify(): void {
+    for (const listener of [...this.listeners]) listener();
+  }
+
+  /** Resolves when the condition holds (checked on every chunk); rejects if the stream ends first. */
+  until(condition: () => boolean): Promise<void> {
+    return new Promise((resolve, reject) => {
+      const check = () => {
+        if (condition()) {
+          this.listeners.delete(check);
+          resolve();
+        } else if (this.ended) {
+          this.listeners.delete(check);
+          reject(new Error(`stream ended first (${this.events.length} events)`));
+        }
+      };
+      this.listeners.add(check);
+      check();
+    });
+  }
+
+  /** Resolves when the stream has been closed by the server. */
+  closed(): Promise<void> {
+    return new Promise((resolve) => {
+      const check = () => {
+        if (this.ended) {
+          this.listeners.delete(check);
+          resolve();
+        }
+      };
+      this.listeners.add(check);
+      check();
+    });
+  }
+
+  waitForEvents(count: number): Promise<SseEvent[]> {
+    return this.until(() => this.events.length >= count).then(() => this.events.slice(0, count));
+  }
+
+  close(): void {
+    this.response.destroy();
+  }
+}
+
+export interface PublishResult {
+  status: number;
+  body: string;
+  headers: Headers;
+}
+
+/** POSTs a form to the hub; `fields` may repeat names. */
+export async function publish(
+  url: string,
+  fields: [string, string][] | Record<string, string>,
+  options: { token?: string | undefined; headers?: Record<string, string> } = {},
+): Promise<PublishResult> {
+  const body = new URLSearchParams(Array.isArray(fields) ? fields : Object.entries(fields));
+  const headers: Record<string, string> = {
+    'content-type': 'application/x-www-form-urlencoded',
+    ...SECURE,
+    ...(options.token ? { authorization: `Bearer ${options.token}` } : {}),
+    ...options.headers,
+  };
+  const response = await fetch(url, { method: 'POST', headers, body });
+  return { status: response.status, body: await response.text(), headers: response.headers };
+}
+
+/** Publishes and asserts success; returns the update id. */
+export async function publishOk(
+  url: string,
+  fields: [string, string][] | Record<string, string>,
+  token = publisherToken(),
+): Promise<string> {
+  const result = await publish(url, fields, { token });
+  if (result.status !== 200) throw new Error(`publish failed: ${result.status} ${result.body}`);
+  return result.body;
+}
+
+export function subscribeUrl(base: string, parameters: [string, string][]): string {
+  return `${base}?${new URLSearchParams(parameters)}`;
+}

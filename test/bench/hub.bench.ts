@@ -1,0 +1,441 @@
+/**
+ * Hub benchmark: a script, not a test (STYLE: fixed workload, ratios against a baseline measured
+ * in the same run). Run after `npm run build`:
+ *
+ *   node --import tsx test/bench/hub.bench.ts
+ *
+ * (a) fan-out deliveries/s, N subscribers over 2 hub nodes vs a minimal node:http SSE server
+ *     (2 processes) fed by raw Redis pub/sub;
+ * (b) publishes/s on one node (HS256 JWT + Lua) vs a fastify POST handler doing nothing;
+ * (c) RSS per idle subscriber vs the minimal SSE server;
+ * (d) publish -> deliver latency p50/p99 across nodes at a fixed rate.
+ *
+ * Scaled for a 2-core machine with < 20k open files per process: subscribers are held by
+ * client processes of their own; sizes are the constants below (BENCH_SUBSCRIBERS etc. override).
+ * Everything binds 127.0.0.1 and every phase is bounded in time and count.
+ */
+import { type ChildProcess, fork } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { createServer, type ServerResponse } from 'node:http';
+import { connect } from 'node:net';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
+import { freePort, RedisServer, uniquePrefix, waitFor } from '@herald/testkit';
+import { Redis } from 'ioredis';
+import { Pool } from 'undici';
+import { type HubProcess, publisherToken, spawnHub } from '../hub/support.js';
+
+const SELF = fileURLToPath(import.meta.url);
+const SUBSCRIBERS = Number(process.env.BENCH_SUBSCRIBERS ?? 4000);
+const CLIENT_PROCESSES = 2;
+const FANOUT_UPDATES = Number(process.env.BENCH_FANOUT_UPDATES ?? 200);
+const PUBLISH_SECONDS = 3;
+const PUBLISH_CONCURRENCY = 32;
+const LATENCY_RATE = Number(process.env.BENCH_LATENCY_RATE ?? 10);
+const LATENCY_SECONDS = 5;
+const TOPIC = 'https://example.com/bench';
+
+// ---------------------------------------------------------------------------------------------
+// Child roles: baseline SSE server, no-op fastify server, subscriber client.
+
+async function runBaselineSse(port: number, redisUrl: string, channel: string): Promise<void> {
+  const clients = new Set<ServerResponse>();
+  const server = createServer((request, response) => {
+    if (request.method !== 'GET') {
+      response.writeHead(404).end();
+      return;
+    }
+    response.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-store' });
+    response.write(':\n\n');
+    clients.add(response);
+    response.on('close', () => clients.delete(response));
+  });
+  server.keepAliveTimeout = 0;
+  const redis = new Redis(redisUrl);
+  await redis.subscribe(channel);
+  redis.on('message', (_channel: string, message: string) => {
+    const newline = message.indexOf('\n');
+    const frame = Buffer.from(`id: ${message.slice(0, newline)}\ndata: ${message.slice(newline + 1)}\n\n`);
+    for (const client of clients) client.write(frame);
+  });
+  server.listen(port, '127.0.0.1', () => process.send?.('ready'));
+}
+
+async function runNoopFastify(port: number): Promise<void> {
+  const { default: Fastify } = await import('fastify');
+  const app = Fastify({ logger: false });
+  app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (_r, body, done) =>
+    done(null, body),
+  );
+  app.post('/.well-known/mercure', async () => 'ok');
+  await app.listen({ port, host: '127.0.0.1' });
+  process.send?.('ready');
+}
+
+interface ClientJob {
+  ports: number[];
+  path: string;
+  count: number;
+}
+
+/** Holds `count` raw SSE connections spread over `ports`; counts events; samples latencies. */
+async function runClient(): Promise<void> {
+  let sockets: import('node:net').Socket[] = [];
+  let events = 0;
+  let latencies: number[] = [];
+  const onMessage = async (message: { type: string; job?: ClientJob }) => {
+    if (message.type === 'open' && message.job) {
+      const { ports, path, count } = message.job;
+      const opened: Promise<void>[] = [];
+      for (let index = 0; index < count; index++) {
+        const socket = connect(ports[index % ports.length] as number, '127.0.0.1');
+        socket.setNoDelay(true);
+        const sample = index % 20 === 0;
+        let carry = '';
+        let headersDone = false;
+        opened.push(
+          new Promise((resolve, reject) => {
+            socket.once('error', reject);
+            socket.on('data', (chunk: Buffer) => {
+              const text = carry + chunk.toString('latin1');
+              if (!headersDone) {
+                if (!text.includes('\r\n\r\n')) {
+                  carry = text;
+                  return;
+                }
+                headersDone = true;
+                resolve();
+              }
+              let position = text.indexOf('\ndata: ');
+              while (position !== -1) {
+                const end = text.indexOf('\n', position + 7);
+                if (end === -1) break;
+                events += 1;
+                if (sample) {
+                  const sentAt = Number(text.slice(position + 7, end));
+                  if (sentAt > 0) latencies.push(performance.timeOrigin + performance.now() - sentAt);
+                }
+                position = text.indexOf('\ndata: ', end);
+              }
+              carry = position === -1 ? text.slice(-8) : text.slice(position);
+            });
+          }),
+        );
+        socket.write(`GET ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Forwarded-Proto: https\r\n\r\n`);
+        sockets.push(socket);
+        if (opened.length % 200 === 0) await Promise.all(opened.slice(-200));
+      }
+      await Promise.all(opened);
+      process.send?.({ type: 'opened' });
+    } else if (message.type === 'count') {
+      process.send?.({ type: 'count', events });
+    } else if (message.type === 'latencies') {
+      process.send?.({ type: 'latencies', latencies });
+      latencies = [];
+    } else if (message.type === 'reset') {
+      events = 0;
+      latencies = [];
+      process.send?.({ type: 'reset' });
+    } else if (message.type === 'close') {
+      for (const socket of sockets) socket.destroy();
+      sockets = [];
+      process.send?.({ type: 'closed' });
+    }
+  };
+  process.on('message', (message) => void onMessage(message as { type: string; job?: ClientJob }));
+  process.send?.({ type: 'ready' });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Orchestration helpers.
+
+function request(child: ChildProcess, message: object, replyType: string): Promise<Record<string, unknown>> {
+  return new Promise((resolve) => {
+    const listener = (reply: Record<string, unknown>) => {
+      if (reply.type !== replyType) return;
+      child.off('message', listener);
+      resolve(reply);
+    };
+    child.on('message', listener);
+    child.send(message);
+  });
+}
+
+async function forkRole(args: string[]): Promise<ChildProcess> {
+  const child = fork(SELF, args, {
+    execArgv: ['--import', 'tsx'],
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+  await new Promise<void>((resolve) => {
+    const listener = (message: unknown) => {
+      if (message === 'ready' || (message as { type?: string })?.type === 'ready') {
+        child.off('message', listener);
+        resolve();
+      }
+    };
+    child.on('message', listener);
+  });
+  return child;
+}
+
+function rssBytes(pid: number): number {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const match = /VmRSS:\s+(\d+) kB/.exec(status);
+  return Number(match?.[1] ?? 0) * 1024;
+}
+
+async function totalEvents(clients: ChildProcess[]): Promise<number> {
+  const replies = await Promise.all(clients.map((client) => request(client, { type: 'count' }, 'count')));
+  return replies.reduce((sum, reply) => sum + Number(reply.events), 0);
+}
+
+function percentile(sorted: number[], fraction: number): number {
+  if (sorted.length === 0) return Number.NaN;
+  return sorted[Math.min(sorted.length - 1, Math.floor(fraction * sorted.length))] as number;
+}
+
+interface Target {
+  name: string;
+  ports: number[];
+  path: string;
+  pids: number[];
+  publish: (data: string) => Promise<void>;
+}
+
+async function openSubscribers(clients: ChildProcess[], target: Target, total: number): Promise<void> {
+  const perClient = Math.ceil(total / clients.length);
+  await Promise.all(
+    clients.map((client) =>
+      request(
+        client,
+        { type: 'open', job: { ports: target.ports, path: target.path, count: perClient } },
+        'opened',
+      ),
+    ),
+  );
+}
+
+async function measureFanout(clients: ChildProcess[], target: Target, subscribers: number): Promise<number> {
+  await Promise.all(clients.map((client) => request(client, { type: 'reset' }, 'reset')));
+  const expected = subscribers * FANOUT_UPDATES;
+  const started = performance.now();
+  const inFlight = new Set<Promise<void>>();
+  for (let index = 0; index < FANOUT_UPDATES; index++) {
+    const sent = target.publish('0').finally(() => inFlight.delete(sent));
+    inFlight.add(sent);
+    if (inFlight.size >= 16) await Promise.race(inFlight);
+  }
+  await Promise.all(inFlight);
+  await waitFor(async () => (await totalEvents(clients)) >= expected, {
+    timeoutMs: 120_000,
+    intervalMs: 20,
+    what: 'fan-out',
+  });
+  return expected / ((performance.now() - started) / 1000);
+}
+
+async function measureLatency(
+  clients: ChildProcess[],
+  target: Target,
+): Promise<{ p50: number; p99: number; samples: number }> {
+  await Promise.all(clients.map((client) => request(client, { type: 'reset' }, 'reset')));
+  const interval = 1000 / LATENCY_RATE;
+  const started = performance.now();
+  const total = LATENCY_RATE * LATENCY_SECONDS;
+  const pending: Promise<void>[] = [];
+  for (let index = 0; index < total; index++) {
+    const due = started + index * interval;
+    const wait = due - performance.now();
+    if (wait > 1) await sleep(wait);
+    pending.push(target.publish(String(performance.timeOrigin + performance.now())));
+  }
+  await Promise.all(pending);
+  await sleep(500);
+  const replies = await Promise.all(
+    clients.map((client) => request(client, { type: 'latencies' }, 'latencies')),
+  );
+  const all = replies.flatMap((reply) => reply.latencies as number[]).sort((a, b) => a - b);
+  return { p50: percentile(all, 0.5), p99: percentile(all, 0.99), samples: all.length };
+}
+
+async function measurePublishRate(url: string, headers: Record<string, string>): Promise<number> {
+  const { origin, pathname } = new URL(url);
+  const pool = new Pool(origin, { connections: PUBLISH_CONCURRENCY, pipelining: 1 });
+  const body = new URLSearchParams({ topic: 'https://example.com/rate', data: 'x' }).toString();
+  let done = 0;
+  const deadline = performance.now() + PUBLISH_SECONDS * 1000;
+  const worker = async () => {
+    while (performance.now() < deadline) {
+      const response = await pool.request({
+        path: pathname,
+        method: 'POST',
+        headers: {
+          'content-type': 'application/x-www-form-urlencoded',
+          'x-forwarded-proto': 'https',
+          ...headers,
+        },
+        body,
+      });
+      await response.body.dump();
+      if (response.statusCode !== 200) throw new Error(`publish answered ${response.statusCode}`);
+      done += 1;
+    }
+  };
+  const started = performance.now();
+  await Promise.all(Array.from({ length: PUBLISH_CONCURRENCY }, worker));
+  const elapsed = (performance.now() - started) / 1000;
+  await pool.close();
+  return done / elapsed;
+}
+
+// ---------------------------------------------------------------------------------------------
+
+async function main(): Promise<void> {
+  const redis = await RedisServer.start();
+  const children: ChildProcess[] = [];
+  const hubs: HubProcess[] = [];
+  try {
+    const environment = {
+      REDIS_URL: redis.url,
+      MERCURE_REDIS_PREFIX: uniquePrefix('bench'),
+      MERCURE_ANONYMOUS: '1',
+      MERCURE_HEARTBEAT: '0',
+      MERCURE_WRITE_TIMEOUT: '0',
+      LOG_LEVEL: 'warn',
+    };
+    hubs.push(...(await Promise.all([spawnHub(environment), spawnHub(environment)])));
+    const token = publisherToken();
+    const hubPool = new Pool(hubs[0]?.origin as string, { connections: 16 });
+    const hubPoolB = new Pool(hubs[1]?.origin as string, { connections: 16 });
+    let turn = 0;
+    const hubTarget: Target = {
+      name: 'hub',
+      ports: hubs.map((hub) => hub.port),
+      path: `/.well-known/mercure?match=${encodeURIComponent(TOPIC)}`,
+      pids: hubs.map((hub) => hub.child.pid as number),
+      publish: async (data) => {
+        turn += 1;
+        const response = await (turn % 2 === 0 ? hubPool : hubPoolB).request({
+          path: '/.well-known/mercure',
+          method: 'POST',
+          headers: {
+            'content-type': 'application/x-www-form-urlencoded',
+            authorization: `Bearer ${token}`,
+            'x-forwarded-proto': 'https',
+          },
+          body: new URLSearchParams({ topic: TOPIC, data }).toString(),
+        });
+        await response.body.dump();
+      },
+    };
+
+    const channel = 'bench-baseline';
+    const baselinePorts = [await freePort(), await freePort()];
+    const baselines = await Promise.all(
+      baselinePorts.map((port) => forkRole(['--baseline-sse', String(port), redis.url, channel])),
+    );
+    children.push(...baselines);
+    const publisherRedis = new Redis(redis.url);
+    let sequence = 0;
+    const baselineTarget: Target = {
+      name: 'baseline',
+      ports: baselinePorts,
+      path: '/',
+      pids: baselines.map((child) => child.pid as number),
+      publish: async (data) => {
+        sequence += 1;
+        await publisherRedis.publish(channel, `${sequence}\n${data}`);
+      },
+    };
+
+    const clients = await Promise.all(Array.from({ length: CLIENT_PROCESSES }, () => forkRole(['--client'])));
+    children.push(...clients);
+
+    const results: Record<string, Record<string, number>> = {};
+    for (const target of [baselineTarget, hubTarget]) {
+      const rssBefore = target.pids.reduce((sum, pid) => sum + rssBytes(pid), 0);
+      await openSubscribers(clients, target, SUBSCRIBERS);
+      await sleep(1500);
+      const rssAfter = target.pids.reduce((sum, pid) => sum + rssBytes(pid), 0);
+      const fanout = await measureFanout(clients, target, SUBSCRIBERS);
+      const latency = await measureLatency(clients, target);
+      await Promise.all(clients.map((client) => request(client, { type: 'close' }, 'closed')));
+      results[target.name] = {
+        fanout,
+        rssPerSubscriber: (rssAfter - rssBefore) / SUBSCRIBERS,
+        p50: latency.p50,
+        p99: latency.p99,
+        samples: latency.samples,
+      };
+    }
+
+    const noopPort = await freePort();
+    children.push(await forkRole(['--noop-fastify', String(noopPort)]));
+    const noopRate = await measurePublishRate(`http://127.0.0.1:${noopPort}/.well-known/mercure`, {});
+    const hubRate = await measurePublishRate(hubs[0]?.url as string, { authorization: `Bearer ${token}` });
+
+    const hub = results.hub as Record<string, number>;
+    const base = results.baseline as Record<string, number>;
+    const rows: [string, string, string, string, string][] = [
+      [
+        `(a) fan-out deliveries/s (${SUBSCRIBERS} subs / 2 nodes, ${FANOUT_UPDATES} updates)`,
+        hub.fanout?.toFixed(0) ?? '',
+        base.fanout?.toFixed(0) ?? '',
+        ((hub.fanout ?? 0) / (base.fanout ?? 1)).toFixed(2),
+        '>= 0.80',
+      ],
+      [
+        `(b) publishes/s, one node (HS256 JWT + Lua), ${PUBLISH_CONCURRENCY} conns`,
+        hubRate.toFixed(0),
+        `${noopRate.toFixed(0)} (fastify no-op)`,
+        (hubRate / noopRate).toFixed(2),
+        '>= 0.50',
+      ],
+      [
+        '(c) RSS bytes per idle subscriber',
+        hub.rssPerSubscriber?.toFixed(0) ?? '',
+        base.rssPerSubscriber?.toFixed(0) ?? '',
+        ((hub.rssPerSubscriber ?? 0) / (base.rssPerSubscriber ?? 1)).toFixed(2),
+        '<= 1.30',
+      ],
+      [
+        `(d) latency p50 ms (${LATENCY_RATE}/s, ${SUBSCRIBERS} subs, cross-node)`,
+        hub.p50?.toFixed(2) ?? '',
+        base.p50?.toFixed(2) ?? '',
+        ((hub.p50 ?? 0) / (base.p50 ?? 1)).toFixed(2),
+        '',
+      ],
+      [
+        `(d) latency p99 ms (${hub.samples} samples)`,
+        hub.p99?.toFixed(2) ?? '',
+        base.p99?.toFixed(2) ?? '',
+        ((hub.p99 ?? 0) / (base.p99 ?? 1)).toFixed(2),
+        'p99 < 10 ms',
+      ],
+    ];
+    const header: [string, string, string, string, string] = ['metric', 'hub', 'baseline', 'ratio', 'target'];
+    const widths = header.map((cell, column) =>
+      Math.max(cell.length, ...rows.map((row) => row[column]?.length ?? 0)),
+    );
+    const line = (row: string[]) =>
+      `| ${row.map((cell, column) => cell.padEnd(widths[column] ?? 0)).join(' | ')} |`;
+    process.stdout.write(`${line(header)}\n|${widths.map((width) => '-'.repeat(width + 2)).join('|')}|\n`);
+    for (const row of rows) process.stdout.write(`${line(row)}\n`);
+    await hubPool.close();
+    await hubPoolB.close();
+    publisherRedis.disconnect();
+  } finally {
+    for (const child of children) child.kill('SIGKILL');
+    await Promise.all(hubs.map((hub) => hub.stop()));
+    await redis.destroy();
+  }
+}
+
+const [role, ...rest] = process.argv.slice(2);
+if (role === '--baseline-sse') await runBaselineSse(Number(rest[0]), rest[1] as string, rest[2] as string);
+else if (role === '--noop-fastify') await runNoopFastify(Number(rest[0]));
+else if (role === '--client') await runClient();
+else {
+  await main();
+  process.exit(0);
+}

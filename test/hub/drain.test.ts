@@ -1,0 +1,44 @@
+import assert from 'node:assert/strict';
+import { after, describe, test } from 'node:test';
+import { testRedisUrl, uniquePrefix } from '@herald/testkit';
+import { publishOk, SseStream, spawnHub, stopRedis, subscribeUrl } from './support.js';
+
+after(stopRedis);
+
+describe('graceful drain on SIGTERM', () => {
+  test('not ready at once, new subscribers refused, streams closed over the window, exit 0', async () => {
+    const node = await spawnHub({
+      REDIS_URL: await testRedisUrl(),
+      MERCURE_REDIS_PREFIX: uniquePrefix('drain'),
+      MERCURE_ANONYMOUS: '1',
+      MERCURE_DRAIN_WINDOW: '1500ms',
+      SHUTDOWN_TIMEOUT: '10s',
+    });
+    const topic = 'https://example.com/drain';
+    const streams = await Promise.all(
+      Array.from({ length: 6 }, () => SseStream.open(subscribeUrl(node.url, [['match', topic]]))),
+    );
+    const id = await publishOk(node.url, { topic });
+    await Promise.all(streams.map((stream) => stream.waitForEvents(1)));
+
+    const closedAt: number[] = [];
+    const allClosed = Promise.all(
+      streams.map((stream) => stream.closed().then(() => closedAt.push(Date.now()))),
+    );
+    node.child.kill('SIGTERM');
+    // Readiness flips before anything is closed.
+    let ready: Response | undefined;
+    while (!ready) {
+      ready = await fetch(`${node.origin}/readyz`).catch(() => undefined);
+    }
+    assert.equal(ready.status, 503);
+    const late = await SseStream.open(subscribeUrl(node.url, [['match', topic]])).catch(() => undefined);
+    if (late) assert.equal(late.status, 503, 'a subscriber arriving while draining is refused');
+    await allClosed;
+    const { code } = await node.exited;
+    assert.equal(code, 0);
+    // Spread, not all at once: the last stream closed strictly after the first.
+    assert.ok(Math.max(...closedAt) > Math.min(...closedAt));
+    for (const stream of streams) assert.equal(stream.events[0]?.id, id);
+  });
+});
