@@ -11,7 +11,6 @@ import { PodDisruptionBudget } from 'kubernetes-models/policy/v1';
 import { ConfigMap, Secret, Service, ServiceAccount } from 'kubernetes-models/v1';
 import { ciValues, type K8sObject, render } from './helm.js';
 
-// biome-ignore lint/suspicious/noExplicitAny: each model takes its own typed data; the rendered object is checked by validate()
 type Model = new (data: any) => { validate(): void };
 
 const models: Record<string, Model> = {

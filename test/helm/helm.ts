@@ -94,9 +94,7 @@ export interface K8sObject {
     labels?: Record<string, string>;
     annotations?: Record<string, string>;
   };
-  // biome-ignore lint/suspicious/noExplicitAny: rendered manifests are untyped YAML; tests assert their shape
   readonly spec?: any;
-  // biome-ignore lint/suspicious/noExplicitAny: as above
   readonly [field: string]: any;
 }
 

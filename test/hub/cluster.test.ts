@@ -1,13 +1,12 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { testRedisUrl, uniquePrefix, waitFor } from '@herald/testkit';
+import { stopTestRedis, testRedisUrl, uniquePrefix, waitFor } from '@herald/testkit';
 import {
   type HubProcess,
   publishOk,
   SECURE,
   SseStream,
   spawnHub,
-  stopRedis,
   subscriberToken,
   subscribeUrl,
 } from './support.js';
@@ -37,7 +36,7 @@ describe('a two-node cluster on one Redis', () => {
   });
   after(async () => {
     await Promise.all([nodeA?.stop(), nodeB?.stop()]);
-    await stopRedis();
+    await stopTestRedis();
   });
 
   test('published on A, received on A and B: same ids, publish order per topic', async () => {

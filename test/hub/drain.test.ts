@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { after, describe, test } from 'node:test';
-import { testRedisUrl, uniquePrefix } from '@herald/testkit';
-import { publishOk, SseStream, spawnHub, stopRedis, subscribeUrl } from './support.js';
+import { stopTestRedis, testRedisUrl, uniquePrefix } from '@herald/testkit';
+import { publishOk, SseStream, spawnHub, subscribeUrl } from './support.js';
 
-after(stopRedis);
+after(stopTestRedis);
 
 describe('graceful drain on SIGTERM', () => {
   test('not ready at once, new subscribers refused, streams closed over the window, exit 0', async () => {

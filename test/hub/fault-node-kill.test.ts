@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { testRedisUrl, uniquePrefix } from '@herald/testkit';
-import { type HubProcess, publishOk, SseStream, spawnHub, stopRedis, subscribeUrl } from './support.js';
+import { stopTestRedis, testRedisUrl, uniquePrefix } from '@herald/testkit';
+import { type HubProcess, publishOk, SseStream, spawnHub, subscribeUrl } from './support.js';
 
 describe('a hub node killed with SIGKILL', () => {
   let nodeA: HubProcess;
@@ -16,7 +16,7 @@ describe('a hub node killed with SIGKILL', () => {
   });
   after(async () => {
     await Promise.all([nodeA.stop(), nodeB.stop()]);
-    await stopRedis();
+    await stopTestRedis();
   });
 
   test('its subscribers resume on the other node with Last-Event-ID and miss nothing', async () => {

@@ -2,7 +2,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { freePort, stopTestRedis, waitFor } from '@herald/testkit';
+import { freePort, waitFor } from '@herald/testkit';
 import { PUBLISHER_SECRET, SUBSCRIBER_SECRET } from '../../services/hub/test/helpers.js';
 
 export {
@@ -100,17 +100,4 @@ export async function spawnHub(
     });
   }
   return node;
-}
-
-/**
- * stopTestRedis, with a timer holding the event loop open: testkit's redis-server child is
- * unref'd, so once the hub nodes are gone nothing else would keep the loop alive until it exits.
- */
-export async function stopRedis(): Promise<void> {
-  const keepAlive = setInterval(() => undefined, 1000);
-  try {
-    await stopTestRedis();
-  } finally {
-    clearInterval(keepAlive);
-  }
 }

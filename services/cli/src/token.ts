@@ -1,6 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { importPKCS8, type JWTPayload, SignJWT } from 'jose';
 
+type SigningKey = Awaited<ReturnType<typeof importPKCS8>> | Uint8Array;
+
 export class TokenOptionsError extends Error {}
 
 export interface TokenOptions {
@@ -57,9 +59,7 @@ export function tokenClaims(options: TokenOptions, now = Date.now()): JWTPayload
   return claims;
 }
 
-async function signingKey(
-  options: TokenOptions,
-): Promise<{ key: CryptoKey | Uint8Array; algorithm: string }> {
+async function signingKey(options: TokenOptions): Promise<{ key: SigningKey; algorithm: string }> {
   if (options.secret !== undefined && options.key !== undefined) {
     throw new TokenOptionsError('give --secret or --key, not both');
   }

@@ -208,7 +208,7 @@ for (const backend of BACKENDS) {
         authorization: 'Bearer not.a.token',
       });
       assert.equal(stream.status, 401);
-      const forged = subscriberToken([{ match: '*' }]).slice(0, -4) + 'AAAA';
+      const forged = `${subscriberToken([{ match: '*' }]).slice(0, -4)}AAAA`;
       const second = await SseStream.open(subscribeUrl(hub.url, [['match', 'https://example.com/x']]), {
         authorization: `Bearer ${forged}`,
       });
