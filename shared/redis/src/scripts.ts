@@ -14,14 +14,27 @@ export interface LuaScript {
 export type ScriptSet = ReadonlyMap<string, LuaScript>;
 
 const FILE_NAME = /^(?<name>[a-zA-Z][\w-]*?)-(?<keys>\d+)\.lua$/;
+const INCLUDE = /^--@include ([\w-]+)\s*$/m;
 
-/** Reads every `<name>-<numberOfKeys>.lua` of a directory once, at boot. */
+/**
+ * Reads every `<name>-<numberOfKeys>.lua` of a directory once, at boot. A line
+ * `--@include <name>` is replaced by `includes/<name>.lua`, so logic shared by several scripts
+ * exists once (bullmq's includes).
+ */
 export function loadScripts(directory: string): ScriptSet {
   const scripts = new Map<string, LuaScript>();
   for (const file of readdirSync(directory).sort()) {
     const match = FILE_NAME.exec(file);
     if (!match?.groups) continue;
-    const source = readFileSync(join(directory, file), 'utf8');
+    let source = readFileSync(join(directory, file), 'utf8');
+    const included = new Set<string>();
+    for (let include = INCLUDE.exec(source); include; include = INCLUDE.exec(source)) {
+      const includeName = include[1] as string;
+      if (included.has(includeName)) throw new Error(`${file}: ${includeName} is included twice`);
+      included.add(includeName);
+      const body = readFileSync(join(directory, 'includes', `${includeName}.lua`), 'utf8');
+      source = source.replace(include[0], () => body);
+    }
     const name = match.groups.name as string;
     scripts.set(name, {
       name,

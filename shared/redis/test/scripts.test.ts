@@ -30,7 +30,7 @@ function script(name: string) {
 }
 
 test('loads <name>-<keys>.lua files with their key counts and SHA1', () => {
-  assert.deepEqual([...scripts.keys()].sort(), ['increment', 'pair']);
+  assert.deepEqual([...scripts.keys()].sort(), ['doubled', 'increment', 'pair']);
   assert.equal(script('increment').numberOfKeys, 1);
   assert.equal(script('pair').numberOfKeys, 2);
   assert.match(script('increment').sha, /^[0-9a-f]{40}$/);
@@ -62,4 +62,12 @@ test('queues scripts on a pipeline by SHA', async () => {
   ).exec();
   assert.deepEqual(results, [[null, ['3', '4']]]);
   await redis.del(space.key('a'), space.key('b'));
+});
+
+test('inlines --@include files from includes/', async () => {
+  assert.doesNotMatch(script('doubled').source, /--@include/);
+  assert.match(script('doubled').source, /local function double/);
+  const key = keyspace(uniquePrefix('include')).key('doubled');
+  assert.equal(await runScript(redis, script('doubled'), [key], [21]), 42);
+  await redis.del(key);
 });

@@ -1,0 +1,4 @@
+-- Shared helper: twice a number.
+local function double(value)
+  return value * 2
+end
