@@ -1,5 +1,5 @@
 import { Counter, Gauge, type Metrics } from '@herald/metrics';
-import type { BrokerStorage } from './storage.js';
+import type { BrokerStorage, QueueStats } from './storage.js';
 
 /** The broker's series (names fixed by docs/contracts.md). */
 export interface BrokerMetrics {
@@ -19,48 +19,32 @@ export interface BrokerMetrics {
  */
 export function createBrokerMetrics(base: Metrics, storage: () => BrokerStorage | undefined): BrokerMetrics {
   const registers = [base.registry];
-  new Gauge({
-    name: 'herald_broker_pending_messages',
-    help: 'Messages pushed and not yet resolved by the slowest consumer group, per queue.',
-    labelNames: ['queue'],
-    registers,
-    async collect() {
-      this.reset();
-      for (const stats of (await storage()
-        ?.cachedStats()
-        .catch(() => [])) ?? []) {
-        this.set({ queue: stats.queue }, stats.pending);
-      }
-    },
-  });
-  new Gauge({
-    name: 'herald_broker_oldest_pending_age_seconds',
-    help: 'Age of the oldest message not yet resolved, per queue (sampled over ready partitions).',
-    labelNames: ['queue'],
-    registers,
-    async collect() {
-      this.reset();
-      for (const stats of (await storage()
-        ?.cachedStats()
-        .catch(() => [])) ?? []) {
-        this.set({ queue: stats.queue }, stats.oldestPendingAgeSeconds);
-      }
-    },
-  });
-  new Gauge({
-    name: 'herald_broker_dlq_messages',
-    help: 'Dead letters held per queue.',
-    labelNames: ['queue'],
-    registers,
-    async collect() {
-      this.reset();
-      for (const stats of (await storage()
-        ?.cachedStats()
-        .catch(() => [])) ?? []) {
-        this.set({ queue: stats.queue }, stats.deadLetters);
-      }
-    },
-  });
+  const queueGauge = (name: string, help: string, pick: (stats: QueueStats) => number) =>
+    new Gauge({
+      name,
+      help,
+      labelNames: ['queue'],
+      registers,
+      async collect() {
+        this.reset();
+        const snapshot =
+          (await storage()
+            ?.cachedStats()
+            .catch(() => [])) ?? [];
+        for (const stats of snapshot) this.set({ queue: stats.queue }, pick(stats));
+      },
+    });
+  queueGauge(
+    'herald_broker_pending_messages',
+    'Messages pushed and not yet resolved by the slowest consumer group, per queue.',
+    (stats) => stats.pending,
+  );
+  queueGauge(
+    'herald_broker_oldest_pending_age_seconds',
+    'Age of the oldest message not yet resolved, per queue (sampled over ready partitions).',
+    (stats) => stats.oldestPendingAgeSeconds,
+  );
+  queueGauge('herald_broker_dlq_messages', 'Dead letters held per queue.', (stats) => stats.deadLetters);
   return {
     base,
     pushed: new Counter({
