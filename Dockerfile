@@ -6,7 +6,7 @@
 #   broker  node services/broker/dist/main.js   port 6632
 #
 #   docker build -t herald:dev .
-#   docker run --rm -p 8080:8080 -e MERCURE_DEV=1 herald:dev
+#   docker run --rm -p 8080:8080 -e MERCURE_DEV=1 -e MERCURE_PUBLISHER_JWT_KEY=change-me herald:dev
 #   docker run --rm -p 6632:6632 herald:dev node services/broker/dist/main.js
 #
 # test/helm/production-install.test.ts replays the production stage without Docker (same staged
