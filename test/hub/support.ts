@@ -41,11 +41,11 @@ process.on('exit', () => {
  */
 export async function spawnHub(
   environment: Record<string, string>,
-  options: { waitReady?: boolean } = {},
+  options: { waitReady?: boolean; nodeArguments?: readonly string[] } = {},
 ): Promise<HubProcess> {
   if (!existsSync(HUB_MAIN)) throw new Error(`${HUB_MAIN} is missing: run \`npm run build\` first`);
   const port = Number(environment.PORT ?? (await freePort()));
-  const child = spawn(process.execPath, [HUB_MAIN], {
+  const child = spawn(process.execPath, [...(options.nodeArguments ?? []), HUB_MAIN], {
     env: {
       PATH: process.env.PATH ?? '',
       PORT: String(port),

@@ -8,7 +8,17 @@
 -- ARGV[3] encoded update (JSON)
 -- ARGV[4] history size bound (approximate: whole stream nodes are trimmed)
 -- ARGV[5] history age bound in milliseconds, 0 for none
+-- ARGV[6] '1' when the hub generated the id (urn:uuid:UUIDv7), else '0'
 -- Returns the position (stream entry id); the channel message is "<position>\n<encoded update>".
+-- A generated id already in the index can only be a resend of the same publish (ioredis resends
+-- commands whose reply was lost in a reconnect): its position is returned, nothing is appended or
+-- published twice. Publisher-supplied ids may repeat (hub.md, publish), so they are always appended.
+if ARGV[6] == '1' then
+  local existing = redis.call('HGET', KEYS[2], ARGV[2])
+  if existing then
+    return existing
+  end
+end
 local position = redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[4], '*', 'u', ARGV[3])
 local ttl = tonumber(ARGV[5])
 if ttl > 0 then

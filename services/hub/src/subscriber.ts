@@ -1,6 +1,7 @@
 import type { ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 import type { Principal } from './authorization.js';
-import { eventBytes, HEARTBEAT_COMMENT } from './sse.js';
+import { eventFrame, type Frame, HEARTBEAT } from './sse.js';
 import { comparePositions, type Position, type StoredUpdate } from './update.js';
 
 /** A compiled topic matcher: one `match*` query parameter, or one claim entry. */
@@ -41,6 +42,19 @@ export interface SubscriberOptions {
 }
 
 /**
+ * Sockets corked by writes of the current tick, uncorked together once it ends: every event a
+ * subscriber gets from one batch of pub/sub messages leaves in one writev (what node:http does per
+ * response with one nextTick each; here one nextTick serves all of them).
+ */
+let corked: Socket[] = [];
+
+function uncorkAll(): void {
+  const sockets = corked;
+  corked = [];
+  for (const socket of sockets) socket.uncork();
+}
+
+/**
  * One SSE connection. Writes go straight to the socket while it accepts them; once `write()`
  * reports back-pressure, events queue here, bounded in bytes and in count, and a dispatch timer
  * starts: overflow or a write blocked past the timeout closes this connection, so a stalled
@@ -55,6 +69,9 @@ export class Subscriber {
   private readonly limits: SubscriberLimits;
   private readonly canReceivePrivate: (topics: readonly string[]) => boolean;
   private readonly onClose: SubscriberOptions['onClose'];
+  /** Set once the headers are out: events then go straight to the socket, pre-framed. */
+  private socket: Socket | undefined;
+  private chunked = false;
   private queue: Buffer[] = [];
   private queuedBytes = 0;
   private blocked = false;
@@ -78,7 +95,6 @@ export class Subscriber {
     this.canReceivePrivate = options.canReceivePrivate;
     this.onClose = options.onClose;
     this.response.on('close', () => this.close('client'));
-    this.response.on('drain', () => this.onDrain());
   }
 
   /** Whether some matcher of this subscription matches some topic of the update. */
@@ -89,9 +105,21 @@ export class Subscriber {
     return false;
   }
 
-  /** Whether this subscriber may see the update (private updates: claims vs every topic). */
-  isEntitledTo(update: StoredUpdate): boolean {
-    return !update.private || this.canReceivePrivate(update.topics);
+  /**
+   * Whether this subscriber may see the update (private updates: claims vs every topic). Verified
+   * tokens share one claims object per token, so `decisions` (one map per update) lets the fan-out
+   * decide once per distinct token rather than once per connection.
+   */
+  isEntitledTo(update: StoredUpdate, decisions?: Map<object | undefined, boolean>): boolean {
+    if (!update.private) return true;
+    if (!decisions) return this.canReceivePrivate(update.topics);
+    const key = this.principal?.claims;
+    let allowed = decisions.get(key);
+    if (allowed === undefined) {
+      allowed = this.canReceivePrivate(update.topics);
+      decisions.set(key, allowed);
+    }
+    return allowed;
   }
 
   /** Starts buffering live updates; `position` is the last one the replay will cover. */
@@ -133,23 +161,33 @@ export class Subscriber {
       return;
     }
     this.deliveries += 1;
-    this.write(eventBytes(update));
+    this.write(eventFrame(update));
   }
 
   /** A replayed event: matching and entitlement are checked here, against the current token. */
   replay(update: StoredUpdate): boolean {
     if (this.closed || !this.matchesTopics(update.topics) || !this.isEntitledTo(update)) return false;
     this.deliveries += 1;
-    this.write(eventBytes(update));
+    this.write(eventFrame(update));
     return true;
   }
 
   heartbeat(): void {
-    if (!this.closed && !this.blocked) this.write(HEARTBEAT_COMMENT);
+    if (!this.closed && !this.blocked) this.write(HEARTBEAT);
   }
 
-  write(chunk: Buffer): void {
+  write(frame: Frame): void {
     if (this.closed) return;
+    if (!this.socket && !this.attachSocket()) {
+      // Headers not sent yet (cannot happen for registered streams, kept for safety): node frames it.
+      this.lastWriteAt = Date.now();
+      this.response.write(frame.raw);
+      return;
+    }
+    this.writeChunk(this.chunked ? frame.chunked : frame.raw);
+  }
+
+  private writeChunk(chunk: Buffer): void {
     if (this.blocked) {
       this.queue.push(chunk);
       this.queuedBytes += chunk.length;
@@ -159,10 +197,29 @@ export class Subscriber {
       return;
     }
     this.lastWriteAt = Date.now();
-    if (!this.response.write(chunk)) {
+    const socket = this.socket as Socket;
+    if (!socket.writableCorked) {
+      if (corked.length === 0) process.nextTick(uncorkAll);
+      socket.cork();
+      corked.push(socket);
+    }
+    if (!socket.write(chunk)) {
       this.blocked = true;
       this.dispatchTimer = setTimeout(() => this.close('dispatch_timeout'), this.limits.dispatchTimeout);
     }
+  }
+
+  /**
+   * Switches to direct socket writes once node:http has sent the headers (and the opening comment),
+   * framing chunks ourselves exactly as node would (`chunkedEncoding` is false for HTTP/1.0 peers).
+   */
+  private attachSocket(): boolean {
+    const socket = this.response.socket;
+    if (!this.response.headersSent || !socket) return false;
+    this.socket = socket;
+    this.chunked = this.response.chunkedEncoding;
+    socket.on('drain', () => this.onDrain());
+    return true;
   }
 
   private onDrain(): void {
@@ -182,7 +239,7 @@ export class Subscriber {
         }
         return;
       }
-      this.write(queue[index] as Buffer);
+      this.writeChunk(queue[index] as Buffer);
     }
   }
 

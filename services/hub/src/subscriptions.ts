@@ -54,13 +54,15 @@ export class SubscriberIndex {
   /** Delivers one update to every matching, entitled subscriber; returns how many got it. */
   dispatch(update: StoredUpdate): number {
     const { topics } = update;
+    // Private updates: one entitlement decision per distinct token (claims object), not per connection.
+    const decisions = update.private ? new Map<object | undefined, boolean>() : undefined;
     // Fast path: one topic, nobody with a pattern: each candidate is reached once.
     if (topics.length === 1 && this.withPatterns.size === 0) {
       const set = this.byExactTopic.get(topics[0] as string);
       if (!set) return 0;
       let delivered = 0;
       for (const subscriber of set) {
-        if (subscriber.isEntitledTo(update)) {
+        if (subscriber.isEntitledTo(update, decisions)) {
           subscriber.deliver(update);
           delivered += 1;
         }
@@ -77,7 +79,7 @@ export class SubscriberIndex {
     }
     let delivered = 0;
     for (const subscriber of candidates) {
-      if (subscriber.isEntitledTo(update)) {
+      if (subscriber.isEntitledTo(update, decisions)) {
         subscriber.deliver(update);
         delivered += 1;
       }

@@ -56,6 +56,9 @@ export class MemoryTransport implements Transport {
   }
 
   async publish(update: Update): Promise<Position> {
+    // Same contract as the Redis backend: a generated id already in history is a resend.
+    const existing = update.idGenerated ? this.firstPositionById.get(update.id) : undefined;
+    if (existing !== undefined) return existing;
     const position = this.nextPosition();
     const stored: StoredUpdate = { ...update, position };
     const storedAt = Date.now();

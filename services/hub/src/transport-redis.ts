@@ -9,6 +9,7 @@ import {
   type LuaScript,
   loadScripts,
   parseRedisOptions,
+  pipelineScript,
   type Redis,
   runScript,
   type ScriptSet,
@@ -54,6 +55,16 @@ const RECOVERY_BUFFER_LIMIT = 100_000;
 const PUBLISH_TIMEOUT = 5000;
 
 type StreamEntry = [string, string[]];
+
+interface PendingPublish {
+  readonly args: (string | number)[];
+  readonly resolve: (position: Position) => void;
+  readonly reject: (error: unknown) => void;
+}
+
+function isNoScript(error: unknown): boolean {
+  return error instanceof Error && error.message.startsWith('NOSCRIPT');
+}
 
 function withTimeout<T>(promise: Promise<T>, milliseconds: number, what: string): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
@@ -101,6 +112,8 @@ export class RedisTransport implements Transport {
   /** The history tail could not be read at start: the first recovery reads it instead of filling. */
   private baselineUnknown = false;
 
+  /** Publishes of the current event loop turn, sent as one pipeline (one write, one round trip). */
+  private pendingPublishes: PendingPublish[] = [];
   private readonly localSubscriptions = new Map<string, SubscriptionRecord>();
   private leaseTimer: NodeJS.Timeout | undefined;
   private orphanHandler: ((records: SubscriptionRecord[]) => void) | undefined;
@@ -337,26 +350,68 @@ export class RedisTransport implements Transport {
   async publish(update: Update): Promise<Position> {
     if (this.command.status !== 'ready') throw backendUnavailable();
     try {
-      return await withTimeout(
-        runScript<string>(
-          this.command,
-          this.script('publish'),
-          [this.keys.history, this.keys.historyIds, this.keys.historyIdsByTime],
-          [
-            this.keys.channel,
-            update.id,
-            encodeUpdate(update),
-            this.options.historySize,
-            this.options.historyTtl,
-          ],
-        ),
-        PUBLISH_TIMEOUT,
-        'publish',
-      );
+      return await new Promise<Position>((resolve, reject) => {
+        const args = [
+          this.keys.channel,
+          update.id,
+          encodeUpdate(update),
+          this.options.historySize,
+          this.options.historyTtl,
+          update.idGenerated ? '1' : '0',
+        ];
+        this.pendingPublishes.push({ args, resolve, reject });
+        if (this.pendingPublishes.length === 1) setImmediate(() => this.flushPublishes());
+      });
     } catch (error) {
       this.log('error', 'publish failed', { error: String(error) });
       throw backendUnavailable();
     }
+  }
+
+  /**
+   * Sends the publishes gathered during one event loop turn as one pipeline: one socket write and
+   * one round trip instead of one each (profile of the publish path: the per-command write syscall
+   * was the top frame). Each script still runs atomically, in arrival order; one timer bounds the
+   * whole batch.
+   */
+  private flushPublishes(): void {
+    const batch = this.pendingPublishes;
+    this.pendingPublishes = [];
+    const keys = [this.keys.history, this.keys.historyIds, this.keys.historyIdsByTime];
+    const script = this.script('publish');
+    let unsettled = batch.length;
+    const settle = (pending: PendingPublish, error: unknown, position?: Position) => {
+      if (error) pending.reject(error);
+      else pending.resolve(position as Position);
+      unsettled -= 1;
+      if (unsettled === 0) clearTimeout(timer);
+    };
+    const timer = setTimeout(() => {
+      // Later replies are ignored: a promise settles once.
+      const error = new Error(`publish: no reply within ${PUBLISH_TIMEOUT} ms`);
+      for (const pending of batch) pending.reject(error);
+    }, PUBLISH_TIMEOUT);
+    const pipeline = this.command.pipeline();
+    for (const pending of batch) pipelineScript(pipeline, script, keys, pending.args);
+    pipeline.exec().then(
+      (results) => {
+        batch.forEach((pending, index) => {
+          const [error, position] = results?.[index] ?? [new Error('publish: no reply'), null];
+          // After a Redis restart the script cache is empty: EVAL reloads it.
+          if (isNoScript(error)) {
+            runScript<Position>(this.command, script, keys, pending.args).then(
+              (reloaded) => settle(pending, undefined, reloaded),
+              (retryError: unknown) => settle(pending, retryError),
+            );
+          } else {
+            settle(pending, error, position as Position);
+          }
+        });
+      },
+      (error: unknown) => {
+        for (const pending of batch) settle(pending, error);
+      },
+    );
   }
 
   async findPosition(eventId: string): Promise<Position | undefined> {
