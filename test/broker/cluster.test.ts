@@ -37,6 +37,29 @@ test('a long-poll parked on node B wakes when node A receives a push', async () 
   assert.equal(reply.body.messages[0].data, 'ping');
 });
 
+test('one push wakes one of the pops parked across both nodes; the others time out', async () => {
+  const parked = (url: string, count: number) =>
+    waitFor(async () => (await call(url, 'GET', '/api/v1/status')).body.parkedLongPolls === count, {
+      what: `${count} parked pops on ${url}`,
+    });
+  const timeout = 2500;
+  const started = Date.now();
+  const waiters = [b, b, a].map((node) =>
+    call(node.url, 'GET', `/api/v1/pop/queue/cl.herd?wait=true&timeout=${timeout}`).then((reply) => ({
+      reply,
+      at: Date.now(),
+    })),
+  );
+  await Promise.all([parked(b.url, 2), parked(a.url, 1)]);
+  await call(a.url, 'POST', '/api/v1/push', { items: [{ queue: 'cl.herd', payload: 'once' }] });
+  const first = await Promise.race(waiters);
+  assert.equal(first.reply.status, 200);
+  assert.equal(first.reply.body.messages[0].data, 'once');
+  assert.ok(first.at - started < timeout, 'delivered before the long-poll timeout');
+  const replies = await Promise.all(waiters);
+  assert.deepEqual(replies.map(({ reply }) => reply.status).sort(), [200, 204, 204]);
+});
+
 test('a partition leased through node A is not handed out by node B until acked', async () => {
   await call(a.url, 'POST', '/api/v1/push', {
     items: [

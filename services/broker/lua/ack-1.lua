@@ -9,12 +9,9 @@
 --@include broker
 
 local base = ARGV[1]
-local now = now_ms()
-local cfg = queue_config(base)
-local out = {}
+local acks = {}
 for i = 2, #ARGV, 6 do
-  local ok, err, released, dlq = apply_ack(base, ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3],
-    ARGV[i + 4], ARGV[i + 5], cfg, now)
-  out[#out + 1] = { ok, err or '', released, dlq }
+  acks[#acks + 1] = { p = ARGV[i], g = ARGV[i + 1], txn = ARGV[i + 2], status = ARGV[i + 3],
+    lease = ARGV[i + 4], err = ARGV[i + 5] }
 end
-return out
+return ack_many(base, acks, queue_config(base), now_ms())

@@ -30,8 +30,9 @@ end
 
 local candidates
 if only ~= '' then
-  if redis.call('HEXISTS', base .. 'parts', only) == 0 then return { 0, {} } end
-  candidates = { only }
+  -- An unknown partition has nothing, but nextReadyAt still reports the group's other
+  -- partitions (a parked pop that cannot take their work hands the wake-up on).
+  if redis.call('HEXISTS', base .. 'parts', only) == 0 then candidates = {} else candidates = { only } end
 else
   candidates = redis.call('ZRANGEBYSCORE', ready, '-inf', now, 'LIMIT', 0, max_partitions + 16)
 end
@@ -63,6 +64,8 @@ for _, p in ipairs(candidates) do
     redis.call('ZADD', ready, skip_until, p)
   else
     local aset = base .. 'a:' .. p .. ':' .. g
+    -- Usually empty (in-order acks move pos instead): then no per-message membership test.
+    local resolved_ahead = redis.call('SCARD', aset) > 0
     local from = '(' .. position(base, p, g)
     local picked = {}
     local visible_at = nil
@@ -74,7 +77,7 @@ for _, p in ipairs(candidates) do
         if #picked >= remaining then break end
         local id = e[1]
         from = '(' .. id
-        if redis.call('SISMEMBER', aset, id) == 0 then
+        if not resolved_ahead or redis.call('SISMEMBER', aset, id) == 0 then
           local ms = id_ms(id)
           if cfg.ttl > 0 and ms + cfg.ttl * 1000 <= now then
             resolve(base, p, g, id)
@@ -102,10 +105,19 @@ for _, p in ipairs(candidates) do
       redis.call('SADD', lkey, p .. '\n' .. g)
       redis.call('PEXPIREAT', lkey, exp + 60000)
       local rc = base .. 'rc:' .. p .. ':' .. g
+      local counts = {}
+      if redis.call('EXISTS', rc) == 1 then
+        local ids = {}
+        for i, e in ipairs(picked) do ids[i] = e[1] end
+        for s = 1, #ids, 1000 do
+          local values = redis.call('HMGET', rc, unpack(ids, s, math.min(s + 999, #ids)))
+          for j, v in ipairs(values) do counts[s + j - 1] = tonumber(v or '0') end
+        end
+      end
       local msgs = {}
       for i, e in ipairs(picked) do
-        msgs[i] = { e[1], field(e, 'm') or '', field(e, 't') or '', field(e, 'tr') or '',
-          field(e, 'd') or 'null', field(e, 's') or '', tonumber(redis.call('HGET', rc, e[1]) or '0') }
+        local m, t, tr, d, sub = message_fields(e)
+        msgs[i] = { e[1], m, t, tr, d, sub, counts[i] or 0 }
       end
       out[#out + 1] = { p, redis.call('HGET', base .. 'parts', p) or '', lease_id, fmt(exp), msgs }
       remaining = remaining - #picked

@@ -1,6 +1,7 @@
 import { createRedis, parseRedisOptions, type Redis } from '@herald/redis';
 import { type Job, Queue, Worker } from 'bullmq';
 import type { FastifyBaseLogger } from 'fastify';
+import { closeRedis, settleWithin } from './close.js';
 import type { BrokerMetrics } from './metrics.js';
 import { applyRetention } from './retention.js';
 import type { BrokerStorage } from './storage.js';
@@ -65,6 +66,8 @@ export async function startRedisMaintenance(options: {
   });
   worker.on('failed', (job, error) => log.warn({ err: error, job: job?.name }, 'maintenance job failed'));
   worker.on('error', (error) => log.warn({ err: error }, 'maintenance worker error'));
+  // Without a listener BullMQ prints a queue's connection errors to stderr (Redis outages).
+  queue.on('error', (error) => log.warn({ err: error }, 'maintenance queue error'));
   const every: Record<JobName, number> = {
     'lease-sweep': intervals.leaseSweepMs,
     retention: intervals.retentionMs,
@@ -82,10 +85,16 @@ export async function startRedisMaintenance(options: {
       await storage.refreshStats();
     },
     async close() {
-      await worker.close();
-      await queue.close();
-      await Promise.allSettled(connections.map((connection) => connection.quit()));
-      for (const connection of connections) connection.disconnect();
+      // Redis down: do not wait for a running job (it waits on Redis too) and bound every
+      // step; BullMQ's own connections (the worker's blocking duplicate) are cut after.
+      const connected = connections.every((connection) => connection.status === 'ready');
+      await settleWithin(worker.close(!connected));
+      await settleWithin(queue.close());
+      await Promise.all([
+        settleWithin(worker.disconnect()),
+        settleWithin(queue.disconnect()),
+        ...connections.map((connection) => closeRedis(connection)),
+      ]);
     },
   };
 }

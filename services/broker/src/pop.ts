@@ -66,9 +66,20 @@ export async function pop(
   signal: AbortSignal,
 ): Promise<PopResult | undefined> {
   const deadline = Date.now() + (options.wait ? options.timeout : 0);
-  const { storage } = context;
+  const { storage, longPoll } = context;
+  const { queue, group } = options.request;
+  /** The notification epoch this pop last tried for, and whether a notification woke it. */
+  let tried = 0;
+  let notified = false;
+  // A pop woken by a notification that it does not use passes the wake-up on (long-poll.ts).
+  const passOn = () => {
+    if (notified) longPoll.handOff(queue, group, tried);
+  };
   for (;;) {
-    if (signal.aborted) return undefined;
+    if (signal.aborted) {
+      passOn();
+      return undefined;
+    }
     if ((await storage.flags()).popMaintenanceMode) return undefined;
     const request = { ...options.request, leaseId: newId() };
     const result = await storage.pop(request);
@@ -99,8 +110,12 @@ export async function pop(
       }
       return result;
     }
-    if (!options.wait || Date.now() >= deadline || context.longPoll.isClosed) return undefined;
-    await context.longPoll.wait(options.request.queue, result.nextReadyAt, deadline, signal);
+    // Nothing for this pop, yet work is ready now (on a partition it does not wait for, say).
+    if (result.nextReadyAt > 0 && result.nextReadyAt <= Date.now()) passOn();
+    if (!options.wait || Date.now() >= deadline || longPoll.isClosed) return undefined;
+    const woke = await longPoll.wait(queue, group, result.nextReadyAt, deadline, signal, tried);
+    tried = woke.epoch;
+    notified = woke.reason === 'notified';
   }
 }
 

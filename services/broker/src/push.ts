@@ -19,7 +19,8 @@ export function parsePushItem(raw: unknown, producerSub: string | undefined, whe
         ? '{}'
         : JSON.stringify(raw.data)
       : JSON.stringify(raw.payload);
-  if (Buffer.byteLength(data) > LIMITS.maxPayloadBytes) {
+  // A UTF-16 unit is at most 3 UTF-8 bytes: most payloads pass without being measured.
+  if (data.length * 3 > LIMITS.maxPayloadBytes && Buffer.byteLength(data) > LIMITS.maxPayloadBytes) {
     throw invalidRequest(`${where}.payload exceeds ${LIMITS.maxPayloadBytes} bytes`);
   }
   return {
@@ -46,8 +47,11 @@ export async function push(context: BrokerContext, items: PushItem[]): Promise<P
   if (items.length === 0) return [];
   if ((await context.storage.flags()).maintenanceMode) throw maintenanceMode();
   const results = await context.storage.push(items);
+  // One counter update per queue, not per item.
+  const queued = new Map<string, number>();
   for (const result of results) {
-    if (result.status === 'queued') context.metrics.pushed.inc({ queue: result.queueName });
+    if (result.status === 'queued') queued.set(result.queueName, (queued.get(result.queueName) ?? 0) + 1);
   }
+  for (const [queue, count] of queued) context.metrics.pushed.inc({ queue }, count);
   return results;
 }

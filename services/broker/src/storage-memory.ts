@@ -3,6 +3,7 @@ import { namespaceAndTask, newId, partitionIdOf } from './identifiers.js';
 import {
   type AckInput,
   type AckResult,
+  type AvailabilityListener,
   type BrokerStorage,
   DEFAULT_QUEUE_OPTIONS,
   type DeadLetter,
@@ -14,6 +15,7 @@ import {
   type PopResult,
   type PushItem,
   type PushResult,
+  pushCapacity,
   type QueueInfo,
   type QueueOptions,
   type QueueStats,
@@ -179,7 +181,7 @@ export class MemoryStorage implements BrokerStorage {
   readonly kind = 'memory';
   private readonly queues = new Map<string, Queue>();
   private readonly partitionIds = new Map<string, [string, string]>();
-  private readonly listeners = new Set<(queue: string) => void>();
+  private readonly listeners = new Set<AvailabilityListener>();
   private readonly traces = new Map<string, TraceEntry[]>();
   private readonly tracesByNameMap = new Map<string, TraceEntry[]>();
   private systemFlags: SystemFlags = { maintenanceMode: false, popMaintenanceMode: false };
@@ -187,15 +189,22 @@ export class MemoryStorage implements BrokerStorage {
   private lastCreatedAt = 0;
   private statsSnapshot: QueueStats[] = [];
 
-  private notify(queues: Iterable<string>): void {
-    const names = new Set(queues);
-    if (names.size === 0) return;
+  /** `queues`: names (capacity unknown) or [queue, capacity] pairs (see AvailabilityListener). */
+  private notify(queues: Iterable<string | readonly [string, number]>): void {
+    const capacities = new Map<string, number>();
+    for (const entry of queues) {
+      const [queue, capacity] = typeof entry === 'string' ? [entry, Number.POSITIVE_INFINITY] : entry;
+      capacities.set(queue, (capacities.get(queue) ?? 0) + capacity);
+    }
+    if (capacities.size === 0) return;
     queueMicrotask(() => {
-      for (const queue of names) for (const listener of this.listeners) listener(queue);
+      for (const [queue, capacity] of capacities) {
+        for (const listener of this.listeners) listener(queue, capacity);
+      }
     });
   }
 
-  onAvailable(listener: (queue: string) => void): () => void {
+  onAvailable(listener: AvailabilityListener): () => void {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
   }
@@ -507,7 +516,7 @@ export class MemoryStorage implements BrokerStorage {
     if (full) throw queueFull(full.queue, full.size, full.maxSize);
     const now = Date.now();
     const results = items.map((item, index) => this.append(item, index, now));
-    this.notify(items.map((item) => item.queue));
+    this.notify(pushCapacity(items, results));
     return results;
   }
 
@@ -531,7 +540,8 @@ export class MemoryStorage implements BrokerStorage {
     }
     let candidates: string[];
     if (request.partition !== undefined) {
-      if (!queue.partitions.has(request.partition)) return { partitions: [], nextReadyAt: 0 };
+      // Still report when the group's other partitions are ready (a parked pop hands off).
+      if (!queue.partitions.has(request.partition)) return { partitions: [], nextReadyAt: ready.first() };
       candidates = [request.partition];
     } else {
       candidates = ready.due(now, request.maxPartitions + 16);
@@ -629,7 +639,8 @@ export class MemoryStorage implements BrokerStorage {
       this.releaseLease(queue, partition, group, consumer);
       this.reschedule(queue, partition, group, now);
     }
-    this.notify(result.partitions.map((p) => p.queue));
+    // Each released partition serves one pop per group.
+    this.notify(result.partitions.map((p) => [p.queue, 1] as const));
   }
 
   // --- ack -------------------------------------------------------------------------------
@@ -730,7 +741,7 @@ export class MemoryStorage implements BrokerStorage {
           (r, i) =>
             r.leaseReleased || (r.success && !VALID_STATUS_COMPLETED.has((acks[i] as AckInput).status)),
         )
-        .map((r) => r.queueName as string),
+        .map((r) => [r.queueName as string, 1] as const),
     );
     return results;
   }

@@ -8,12 +8,14 @@ import {
   runScript,
   type ScriptSet,
 } from '@herald/redis';
+import { closeRedis } from './close.js';
 import { queueFull } from './errors.js';
 import { namespaceAndTask, newId, partitionIdOf, positionBefore, streamIdTime } from './identifiers.js';
 import { loadBrokerScripts } from './scripts.js';
 import {
   type AckInput,
   type AckResult,
+  type AvailabilityListener,
   type BrokerStorage,
   DEFAULT_QUEUE_OPTIONS,
   type DeadLetter,
@@ -24,6 +26,7 @@ import {
   type PopResult,
   type PushItem,
   type PushResult,
+  pushCapacity,
   type QueueInfo,
   type QueueOptions,
   type QueueStats,
@@ -77,6 +80,24 @@ function parseJson(text: string): unknown {
 }
 
 /**
+ * A notification on the `notify` channel: `<capacity> <queue>`, or `* <queue>` when every
+ * parked pop of the queue should try (capacity unknown). See AvailabilityListener.
+ */
+function formatNotification(queue: string, capacity: number): string {
+  return `${Number.isFinite(capacity) ? capacity : '*'} ${queue}`;
+}
+
+function parseNotification(message: string): [string, number] {
+  const space = message.indexOf(' ');
+  const count = message.slice(0, space);
+  if (space > 0 && (count === '*' || /^\d+$/.test(count))) {
+    return [message.slice(space + 1), count === '*' ? Number.POSITIVE_INFINITY : Number(count)];
+  }
+  // Not in this format (an older node): a bare queue name, wake every waiter.
+  return [message, Number.POSITIVE_INFINITY];
+}
+
+/**
  * The Redis Streams backend. Every state change is one Lua script on one queue's hash slot
  * (lua/*.lua); the few global keys (queue set, partition-id index, lease index, flags, stats,
  * traces) are written by plain commands outside scripts so scripts stay single-slot.
@@ -87,7 +108,10 @@ export class RedisStorage implements BrokerStorage {
   private readonly subscriber: Redis;
   private readonly scripts: ScriptSet;
   private readonly prefix: string;
-  private readonly listeners = new Set<(queue: string) => void>();
+  private readonly listeners = new Set<AvailabilityListener>();
+  /** Notifications not yet published (coalesced per event-loop turn), queue → capacity. */
+  private readonly pendingNotifications = new Map<string, number>();
+  private notifyScheduled = false;
   private readonly knownQueues = new Set<string>();
   private readonly knownPartitions = new Map<string, [string, string]>();
   private flagCache: SystemFlags | undefined;
@@ -108,7 +132,8 @@ export class RedisStorage implements BrokerStorage {
         this.flagCache = undefined;
         return;
       }
-      for (const listener of this.listeners) listener(message);
+      const [queue, capacity] = parseNotification(message);
+      for (const listener of this.listeners) listener(queue, capacity);
     });
     // Re-subscribed by ioredis after a reconnect (autoResubscribe).
     void this.subscriber.subscribe(this.key('notify'), this.key('control')).catch(() => undefined);
@@ -134,13 +159,29 @@ export class RedisStorage implements BrokerStorage {
     return runScript<T>(this.redis, script, keys, args);
   }
 
-  private notify(queues: Iterable<string>): void {
-    for (const queue of new Set(queues)) {
-      void this.redis.publish(this.key('notify'), queue).catch(() => undefined);
+  /**
+   * Publishes "work may be available" for each queue, with the number of pops per group it
+   * can serve (a bare name: unknown, wake every waiter). Coalesced per event-loop turn: under
+   * load many requests finish in one turn, and one PUBLISH per queue then covers them all.
+   */
+  private notify(queues: Iterable<string | readonly [string, number]>): void {
+    for (const entry of queues) {
+      const [queue, capacity] = typeof entry === 'string' ? [entry, Number.POSITIVE_INFINITY] : entry;
+      this.pendingNotifications.set(queue, (this.pendingNotifications.get(queue) ?? 0) + capacity);
     }
+    if (this.notifyScheduled || this.pendingNotifications.size === 0) return;
+    this.notifyScheduled = true;
+    setImmediate(() => {
+      this.notifyScheduled = false;
+      const channel = this.key('notify');
+      for (const [queue, capacity] of this.pendingNotifications) {
+        void this.redis.publish(channel, formatNotification(queue, capacity)).catch(() => undefined);
+      }
+      this.pendingNotifications.clear();
+    });
   }
 
-  onAvailable(listener: (queue: string) => void): () => void {
+  onAvailable(listener: AvailabilityListener): () => void {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
   }
@@ -151,9 +192,8 @@ export class RedisStorage implements BrokerStorage {
   }
 
   async close(): Promise<void> {
-    await Promise.allSettled([this.redis.quit(), this.subscriber.quit()]);
-    this.redis.disconnect();
-    this.subscriber.disconnect();
+    // Bounded even with Redis down (close.ts): QUIT only on a live connection.
+    await Promise.all([closeRedis(this.redis), closeRedis(this.subscriber)]);
   }
 
   /** Global registrations (queue set, partition-id index), once per process per name. */
@@ -251,7 +291,7 @@ export class RedisStorage implements BrokerStorage {
     );
     const [failure] = failures;
     if (failure) throw failure;
-    this.notify(byQueue.keys());
+    this.notify(pushCapacity(items, results));
     return results;
   }
 
@@ -316,10 +356,12 @@ export class RedisStorage implements BrokerStorage {
 
   async release(result: PopResult, group: string): Promise<void> {
     const byQueue = new Map<string, { leaseId: string; partitions: string[] }>();
+    const freed: (readonly [string, number])[] = [];
     for (const popped of result.partitions) {
       const entry = byQueue.get(popped.queue) ?? { leaseId: popped.leaseId, partitions: [] };
       entry.partitions.push(encode(popped.partition), encode(group));
       byQueue.set(popped.queue, entry);
+      freed.push([popped.queue, 1]);
     }
     await Promise.all(
       [...byQueue].map(([queue, { leaseId, partitions }]) => {
@@ -327,7 +369,7 @@ export class RedisStorage implements BrokerStorage {
         return this.run('release', [`${base}cfg`], [base, leaseId, ...partitions]);
       }),
     );
-    this.notify(byQueue.keys());
+    this.notify(freed);
   }
 
   async ack(acks: AckInput[]): Promise<AckResult[]> {
@@ -335,7 +377,9 @@ export class RedisStorage implements BrokerStorage {
     const byQueue = new Map<string, { index: number; ack: AckInput; partition: string }[]>();
     await Promise.all(
       acks.map(async (ack, index) => {
-        const resolved = await this.resolvePartition(ack.partitionId);
+        // Known partitions resolve without a promise per ack (a batch names few partitions).
+        const resolved =
+          this.knownPartitions.get(ack.partitionId) ?? (await this.resolvePartition(ack.partitionId));
         if (!resolved) {
           results[index] = {
             index,
@@ -355,7 +399,7 @@ export class RedisStorage implements BrokerStorage {
         byQueue.set(queue, list);
       }),
     );
-    const wake: string[] = [];
+    const wake: (readonly [string, number])[] = [];
     await Promise.all(
       [...byQueue].map(async ([queue, list]) => {
         list.sort((a, b) => a.index - b.index);
@@ -375,7 +419,7 @@ export class RedisStorage implements BrokerStorage {
         list.forEach(({ index, ack, partition }, position) => {
           const [ok, error, released, dlq] = rows[position] as [number, string, number, number];
           if (released === 1 || (ok === 1 && ack.status !== 'completed' && ack.status !== 'success')) {
-            wake.push(queue);
+            wake.push([queue, 1]);
           }
           results[index] = {
             index,

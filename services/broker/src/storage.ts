@@ -272,9 +272,36 @@ export interface BrokerStorage {
   /** The last stats snapshot (cheap: what /metrics reads). */
   cachedStats(): Promise<QueueStats[]>;
 
-  /** Called with the queue name whenever work may have become available there (any node). */
-  onAvailable(listener: (queue: string) => void): () => void;
+  /**
+   * Called whenever work may have become available in a queue (any node), with the number of
+   * pops per consumer group it can serve at most (`Infinity` when unknown): long-poll.ts wakes
+   * no more parked pops than that.
+   */
+  onAvailable(listener: AvailabilityListener): () => void;
   /** Resolves when the backend reaches its store; for /readyz. */
   ready(): Promise<string | undefined>;
   close(): Promise<void>;
+}
+
+export type AvailabilityListener = (queue: string, capacity: number) => void;
+
+/**
+ * How many pops per group a push can serve, per queue: one per partition it wrote a new
+ * message to (a pop leases whole partitions, one consumer per partition and group).
+ */
+export function pushCapacity(
+  items: readonly PushItem[],
+  results: readonly PushResult[],
+): Map<string, number> {
+  const partitions = new Map<string, Set<string>>();
+  items.forEach((item, index) => {
+    if (results[index]?.status !== 'queued') return;
+    let set = partitions.get(item.queue);
+    if (!set) {
+      set = new Set();
+      partitions.set(item.queue, set);
+    }
+    set.add(item.partition);
+  });
+  return new Map([...partitions].map(([queue, set]) => [queue, set.size]));
 }

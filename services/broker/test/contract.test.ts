@@ -339,6 +339,50 @@ for (const backend of BACKENDS) {
       assert.equal((await api.pop(queue)).status, 204);
     });
 
+    test('a batch ack is applied in order: duplicates, retries and the release per item', async () => {
+      const queue = queueName('batchack');
+      await api.push(
+        ['a', 'b', 'c'].map((transactionId) => ({ queue, payload: transactionId, transactionId })),
+      );
+      const popped = await api.pop(queue, 'batch=3');
+      const { leaseId, partitionId } = popped.body;
+      const item = (transactionId: string, status = 'completed') => ({
+        transactionId,
+        partitionId,
+        leaseId,
+        status,
+      });
+      const acks = await api.ackBatch({
+        acknowledgments: [
+          item('b'),
+          item('b'),
+          item('a', 'failed'),
+          item('c'),
+          item('c'),
+          { transactionId: 'nope', partitionId },
+        ],
+      });
+      assert.deepEqual(
+        acks.body.map((r: any) => [r.success, r.error, r.leaseReleased]),
+        [
+          [true, null, false],
+          [false, 'Message already acknowledged', false],
+          [true, null, false],
+          [true, null, true],
+          [false, 'Invalid or expired lease', false],
+          [false, 'Message not found', false],
+        ],
+      );
+      const again = await api.pop(queue, 'batch=3');
+      assert.deepEqual(
+        again.body.messages.map((m: any) => [m.transactionId, m.retryCount]),
+        [['a', 1]],
+      );
+      const last = await api.ackBatch({ acknowledgments: [{ ...item('a'), leaseId: again.body.leaseId }] });
+      assert.equal(last.body[0].leaseReleased, true);
+      assert.equal((await api.pop(queue)).status, 204);
+    });
+
     test('a parked long-poll wakes on a push', async () => {
       const queue = queueName();
       const waiting = api.pop(queue, 'wait=true&timeout=20000');
