@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, describe, test } from 'node:test';
-import { stopTestRedis, testRedisUrl, uniquePrefix } from '@herald/testkit';
+import { stopTestRedis, testRedisUrl, uniquePrefix, waitFor } from '@herald/testkit';
 import { publishOk, SseStream, spawnHub, subscribeUrl } from './support.js';
 
 after(stopTestRedis);
@@ -26,12 +26,13 @@ describe('graceful drain on SIGTERM', () => {
       streams.map((stream) => stream.closed().then(() => closedAt.push(Date.now()))),
     );
     node.child.kill('SIGTERM');
-    // Readiness flips before anything is closed.
-    let ready: Response | undefined;
-    while (!ready) {
-      ready = await fetch(`${node.origin}/readyz`).catch(() => undefined);
-    }
-    assert.equal(ready.status, 503);
+    // The signal is handled asynchronously: a probe answered before the handler ran still says
+    // 200. Readiness must turn 503 while the node is still serving (the listener stays open
+    // during the drain window), and stay 503 from then on.
+    await waitFor(async () => (await fetch(`${node.origin}/readyz`)).status === 503, {
+      what: 'readiness to fail after SIGTERM',
+    });
+    assert.equal((await fetch(`${node.origin}/readyz`)).status, 503);
     const late = await SseStream.open(subscribeUrl(node.url, [['match', topic]])).catch(() => undefined);
     if (late) assert.equal(late.status, 503, 'a subscriber arriving while draining is refused');
     await allClosed;
