@@ -365,15 +365,7 @@ export class MemoryStorage implements BrokerStorage {
   ): void {
     queue.deadLetters.push({
       dlqId: `${now}-${this.sequence++}`,
-      id: message.id,
-      transactionId: message.transactionId,
-      traceId: message.traceId,
-      queue: queue.name,
-      partition: partition.name,
-      partitionId: partition.id,
-      data: JSON.parse(message.data) as unknown,
-      producerSub: message.producerSub,
-      createdAt: new Date(message.createdAt).toISOString(),
+      ...this.view(queue, partition, message),
       consumerGroup: group,
       errorMessage: error,
       retryCount: attempts,
