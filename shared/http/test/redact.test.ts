@@ -13,7 +13,10 @@ test('tokens in the authorization query parameter never reach a log line', () =>
       '/.well-known/mercure?Authorization=[REDACTED]&topic=a',
     ],
     ['/.well-known/mercure?topic=authorization', '/.well-known/mercure?topic=authorization'],
-    ['/.well-known/mercure?topic=a&access_token=eyJ.x.y', '/.well-known/mercure?topic=a&access_token=[REDACTED]'],
+    [
+      '/.well-known/mercure?topic=a&access_token=eyJ.x.y',
+      '/.well-known/mercure?topic=a&access_token=[REDACTED]',
+    ],
     ['/healthz', '/healthz'],
   ];
   for (const [url, expected] of cases) assert.equal(redactUrl(url), expected);
