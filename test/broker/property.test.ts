@@ -76,7 +76,12 @@ test(`every message reaches every group once, in order (seed ${SEED})`, { timeou
     );
   }
 
-  const history = new Map<string, { retryCount: number; outcome?: Outcome }[]>();
+  // One entry per delivery with its outcome once known. A consumer's ack may come back after
+  // the message was already redelivered (its lease expired, or its failure was applied before
+  // the reply arrived), so each pop keeps references to its own entries and the redelivery
+  // rules are checked once every outcome is known.
+  type Delivery = { retryCount: number; outcome?: Outcome };
+  const history = new Map<string, Delivery[]>();
   const completions = new Map<string, string[]>();
   const completedCount = new Map<string, number>();
   const total = PARTITIONS * PER_PARTITION;
@@ -96,29 +101,19 @@ test(`every message reaches every group once, in order (seed ${SEED})`, { timeou
       if (popped.status === 204) continue;
       assert.equal(popped.status, 200);
       const messages = popped.body.messages as any[];
+      const deliveries: Delivery[] = [];
       for (const message of messages) {
         const key = `${group}/${message.transactionId}`;
         const past = history.get(key) ?? [];
-        if (past.length > 0) {
-          redeliveries++;
-          const last = past.at(-1);
-          assert.ok(
-            last?.outcome === 'failed' || last?.outcome === 'timeout',
-            `${key} redelivered after ${last?.outcome}`,
-          );
-        }
-        const attempts = past.filter(
-          (entry) => entry.outcome === 'failed' || entry.outcome === 'timeout',
-        ).length;
-        assert.equal(message.retryCount, attempts, `${key} retryCount`);
-        past.push({ retryCount: message.retryCount });
+        if (past.length > 0) redeliveries++;
+        const delivery: Delivery = { retryCount: message.retryCount };
+        past.push(delivery);
         history.set(key, past);
+        deliveries.push(delivery);
       }
       const roll = random();
       if (roll < 0.08) {
-        for (const message of messages)
-          (history.get(`${group}/${message.transactionId}`)?.at(-1) as { outcome?: Outcome }).outcome =
-            'timeout';
+        for (const delivery of deliveries) delivery.outcome = 'timeout';
         continue;
       }
       const failFrom = roll < 0.25 ? Math.floor(random() * messages.length) : messages.length;
@@ -137,14 +132,14 @@ test(`every message reaches every group once, in order (seed ${SEED})`, { timeou
       reply.body.forEach((result: any, index: number) => {
         const message = messages[index];
         const key = `${group}/${message.transactionId}`;
-        const entry = history.get(key)?.at(-1) as { outcome?: Outcome };
+        const delivery = deliveries[index] as Delivery;
         const status = (acks[index] as { status: string }).status;
         if (!result.success) {
           assert.equal(result.error, 'Invalid or expired lease', `${key}: ${result.error}`);
-          entry.outcome = 'timeout';
+          delivery.outcome = 'timeout';
           return;
         }
-        entry.outcome = status as Outcome;
+        delivery.outcome = status as Outcome;
         if (status === 'completed') {
           completedCount.set(key, (completedCount.get(key) ?? 0) + 1);
           completions.set(group, [...(completions.get(group) ?? []), message.transactionId]);
@@ -169,5 +164,19 @@ test(`every message reaches every group once, in order (seed ${SEED})`, { timeou
     }
   }
   for (const [key, count] of completedCount) assert.equal(count, 1, `${key} completed once`);
+  for (const [key, deliveries] of history) {
+    deliveries.forEach((delivery, index) => {
+      const earlier = deliveries.slice(0, index);
+      const attempts = earlier.filter((entry) => entry.outcome === 'failed' || entry.outcome === 'timeout');
+      assert.equal(delivery.retryCount, attempts.length, `${key} delivery ${index}: retryCount`);
+      const previous = earlier.at(-1);
+      if (previous) {
+        assert.ok(
+          previous.outcome === 'failed' || previous.outcome === 'timeout',
+          `${key} redelivered after ${previous.outcome}`,
+        );
+      }
+    });
+  }
   assert.ok(redeliveries > 0, 'the run exercised redeliveries');
 });
