@@ -80,9 +80,13 @@ test(`every message reaches every group once, in order (seed ${SEED})`, { timeou
   // the message was already redelivered (its lease expired, or its failure was applied before
   // the reply arrived), so each pop keeps references to its own entries and the redelivery
   // rules are checked once every outcome is known.
-  type Delivery = { retryCount: number; outcome?: Outcome };
+  // popOrder: the order in which the test saw the pops. A pop of message n+1 of a partition is
+  // served only after n was resolved, and n's pop reply was seen before its ack was sent, so
+  // pop order is causal; ack replies of different consumers may arrive in any order.
+  type Delivery = { retryCount: number; popOrder: number; outcome?: Outcome };
   const history = new Map<string, Delivery[]>();
-  const completions = new Map<string, string[]>();
+  const completions = new Map<string, { transactionId: string; popOrder: number }[]>();
+  let pops = 0;
   const completedCount = new Map<string, number>();
   const total = PARTITIONS * PER_PARTITION;
   const done = (group: string) => (completions.get(group)?.length ?? 0) >= total;
@@ -106,7 +110,7 @@ test(`every message reaches every group once, in order (seed ${SEED})`, { timeou
         const key = `${group}/${message.transactionId}`;
         const past = history.get(key) ?? [];
         if (past.length > 0) redeliveries++;
-        const delivery: Delivery = { retryCount: message.retryCount };
+        const delivery: Delivery = { retryCount: message.retryCount, popOrder: pops++ };
         past.push(delivery);
         history.set(key, past);
         deliveries.push(delivery);
@@ -142,7 +146,10 @@ test(`every message reaches every group once, in order (seed ${SEED})`, { timeou
         delivery.outcome = status as Outcome;
         if (status === 'completed') {
           completedCount.set(key, (completedCount.get(key) ?? 0) + 1);
-          completions.set(group, [...(completions.get(group) ?? []), message.transactionId]);
+          completions.set(group, [
+            ...(completions.get(group) ?? []),
+            { transactionId: message.transactionId, popOrder: delivery.popOrder },
+          ]);
         }
       });
     }
@@ -153,7 +160,9 @@ test(`every message reaches every group once, in order (seed ${SEED})`, { timeou
   );
 
   for (const group of GROUPS) {
-    const completed = completions.get(group) ?? [];
+    const completed = (completions.get(group) ?? [])
+      .sort((left, right) => left.popOrder - right.popOrder)
+      .map((completion) => completion.transactionId);
     assert.equal(completed.length, total, `${group} completed every message`);
     for (const [partition, expected] of order) {
       assert.deepEqual(
