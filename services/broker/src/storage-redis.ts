@@ -259,15 +259,7 @@ export class RedisStorage implements BrokerStorage {
         const { namespace, task } = namespaceAndTask(queue);
         const args: (string | number)[] = [base, namespace, task];
         for (const { item, partitionId } of list) {
-          args.push(
-            encode(item.partition),
-            partitionId,
-            item.transactionId,
-            item.messageId,
-            item.traceId ?? '',
-            item.data,
-            item.producerSub ?? '',
-          );
+          args.push(...pushItemArguments(item, partitionId));
         }
         const reply = await this.run<Reply[]>('push', [`${base}cfg`], args);
         if (reply[0] === 'FULL') {
@@ -448,19 +440,7 @@ export class RedisStorage implements BrokerStorage {
         const partitionId = partitionIdOf(item.queue, item.partition);
         await this.register(item.queue, [[item.partition, partitionId]]);
         const { namespace, task } = namespaceAndTask(item.queue);
-        args.push(
-          'push',
-          this.base(item.queue),
-          namespace,
-          task,
-          encode(item.partition),
-          partitionId,
-          item.transactionId,
-          item.messageId,
-          item.traceId ?? '',
-          item.data,
-          item.producerSub ?? '',
-        );
+        args.push('push', this.base(item.queue), namespace, task, ...pushItemArguments(item, partitionId));
         touched.add(item.queue);
         pushes[index] = { queue: item.queue, partitionId };
       } else {
@@ -835,4 +815,17 @@ export class RedisStorage implements BrokerStorage {
     const hash = await this.redis.hgetall(this.key('stats'));
     return Object.values(hash).map((text) => JSON.parse(text) as QueueStats);
   }
+}
+
+/** One item's ARGV entries, in the order the push logic of lua/includes/broker.lua reads them. */
+function pushItemArguments(item: PushItem, partitionId: string): string[] {
+  return [
+    encode(item.partition),
+    partitionId,
+    item.transactionId,
+    item.messageId,
+    item.traceId ?? '',
+    item.data,
+    item.producerSub ?? '',
+  ];
 }
