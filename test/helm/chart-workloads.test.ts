@@ -280,6 +280,7 @@ test("values map onto the services' variables; no unknown MERCURE_/JWT_ name is 
   assert.equal(hub.get('TRUSTED_PROXIES')?.value, '10.42.0.0/16');
   assert.equal(hub.get('MERCURE_CORS_ORIGINS')?.value, 'https://app.example.com');
   assert.equal(hub.get('MERCURE_SUBSCRIPTIONS')?.value, 'true');
+  assert.equal(hub.get('MERCURE_PUBLIC_URL')?.value, 'https://events.example.com/.well-known/mercure');
   assert.equal(hub.get('MERCURE_DEV')?.value, 'false');
   assert.equal(hub.get('MERCURE_HEARTBEAT')?.value, '30s');
   assert.equal(hub.get('MERCURE_HISTORY_SIZE')?.value, '100000', 'integers must not render as 1e+05');

@@ -75,6 +75,7 @@ export const serviceEnvNames = {
     'MERCURE_LEGACY_CLAIMS',
     'MERCURE_DRAIN_WINDOW',
     'MERCURE_MAX_CONNECTION_QUEUE_BYTES',
+    'MERCURE_PUBLIC_URL',
   ],
   broker: [
     'JWT_ENABLED',

@@ -250,6 +250,7 @@ environment variable → value when the chart creates the Secret. Returned as YA
   value: {{ $mercure.subscriberJwtAlg | quote }}
 {{- include "herald.envVar" (list "MERCURE_PUBLISHER_JWKS_URL" $mercure.publisherJwksUrl) }}
 {{- include "herald.envVar" (list "MERCURE_SUBSCRIBER_JWKS_URL" $mercure.subscriberJwksUrl) }}
+{{- include "herald.envVar" (list "MERCURE_PUBLIC_URL" $mercure.publicUrl) }}
 {{- include "herald.envVar" (list "MERCURE_CORS_ORIGINS" (join "," $mercure.corsOrigins)) }}
 {{- include "herald.envVar" (list "MERCURE_PUBLISH_ORIGINS" (join "," $mercure.publishOrigins)) }}
 {{- include "herald.envVar" (list "MERCURE_COOKIE_NAME" $mercure.cookieName) }}
