@@ -1,8 +1,8 @@
 import type { AddressInfo } from 'node:net';
 import { createServerKit } from '@herald/http';
 import { createMetrics } from '@herald/metrics';
-import type { FastifyInstance, FastifyServerOptions } from 'fastify';
-import { brokerAuthPlugin } from './auth.js';
+import type { FastifyInstance, FastifyServerOptions, RouteOptions } from 'fastify';
+import { brokerAuthPlugin, requireDeclaredAccess } from './auth.js';
 import type { BrokerConfig } from './config.js';
 import type { BrokerContext } from './context.js';
 import { LongPoll } from './long-poll.js';
@@ -38,6 +38,8 @@ export interface Broker {
 export interface StartOptions {
   /** Extra fastify options (tests pass `logger: false`). */
   readonly fastify?: Omit<FastifyServerOptions, 'https' | 'http2'>;
+  /** Sees every route as it is registered (tests check each route's access declaration). */
+  readonly onRoute?: (route: RouteOptions) => void;
 }
 
 /** Starts one broker node: storage, maintenance, HTTP listener. */
@@ -51,7 +53,14 @@ export async function startBroker(config: BrokerConfig, options: StartOptions = 
     metrics,
     metricsPaths: ['/metrics', '/metrics/prometheus'],
     bodyLimit: LIMITS.bodyLimitBytes,
-    ...(options.fastify ? { fastify: options.fastify } : {}),
+    // The kit's probes and metrics are public like /health (docs/broker.md, "Authentication").
+    routeConfig: { access: 'public' },
+    // Every route, the kit's included, must declare its level: refused at registration if not.
+    onRoute: (route) => {
+      requireDeclaredAccess(route);
+      options.onRoute?.(route);
+    },
+    fastify: { ...options.fastify },
   });
   const { app, lifecycle } = kit;
   if (config.REDIS_URL) {
