@@ -35,6 +35,16 @@ export interface Broker {
   exitOnSignals(): void;
 }
 
+/**
+ * Longest path parameter the router accepts (fastify's default is 100, which answered 414 to a
+ * pop by path of a queue name of 101..512 characters). A name or partition is at most
+ * LIMITS.maxNameLength UTF-16 units, and one unit percent-encodes to at most 9 characters (a BMP
+ * character is 3 UTF-8 bytes, `%XX` each; a surrogate pair is 4 bytes for 2 units), so this
+ * covers every valid name however it is spelled. Longer names get 414; validation refuses a
+ * decoded name over the limit with 400.
+ */
+export const MAX_PARAM_LENGTH = LIMITS.maxNameLength * 9;
+
 export interface StartOptions {
   /** Extra fastify options (tests pass `logger: false`). */
   readonly fastify?: Omit<FastifyServerOptions, 'https' | 'http2'>;
@@ -60,7 +70,7 @@ export async function startBroker(config: BrokerConfig, options: StartOptions = 
       requireDeclaredAccess(route);
       options.onRoute?.(route);
     },
-    fastify: { ...options.fastify },
+    fastify: { maxParamLength: MAX_PARAM_LENGTH, ...options.fastify },
   });
   const { app, lifecycle } = kit;
   if (config.REDIS_URL) {
