@@ -43,7 +43,7 @@ export interface Broker {
  * covers every valid name however it is spelled. Longer names get 414; validation refuses a
  * decoded name over the limit with 400.
  */
-export const MAX_PARAM_LENGTH = LIMITS.maxNameLength * 9;
+const MAX_PARAM_LENGTH = LIMITS.maxNameLength * 9;
 
 export interface StartOptions {
   /** Extra fastify options (tests pass `logger: false`). */
