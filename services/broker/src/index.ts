@@ -70,7 +70,10 @@ export async function startBroker(config: BrokerConfig, options: StartOptions = 
       requireDeclaredAccess(route);
       options.onRoute?.(route);
     },
-    fastify: { maxParamLength: MAX_PARAM_LENGTH, ...options.fastify },
+    fastify: {
+      ...options.fastify,
+      routerOptions: { maxParamLength: MAX_PARAM_LENGTH, ...options.fastify?.routerOptions },
+    },
   });
   const { app, lifecycle } = kit;
   if (config.REDIS_URL) {
