@@ -98,7 +98,7 @@ describe('route classes and role sets', () => {
   }
 });
 
-test('errors are {"error":…} JSON; alg none and a wrong signature are 401', async () => {
+test('errors are {"error":…} JSON with a Bearer challenge; alg none and a wrong signature are 401', async () => {
   const response = await fetch(`${broker.url}/api/v1/status`);
   assert.equal(response.status, 401);
   assert.match(response.headers.get('content-type') ?? '', /application\/json/);
@@ -110,6 +110,24 @@ test('errors are {"error":…} JSON; alg none and a wrong signature are 401', as
     .sign(new TextEncoder().encode('another-secret-another-secret-xx'));
   assert.equal(await status('GET', '/api/v1/status', forged), 401);
   const bare = await token(['admin']);
+  // RFC 6750 §3: missing token → bare challenge; bad token → invalid_token; too weak → insufficient_scope.
+  // biome-ignore format: a table, one case per line
+  const challenges: [string | undefined, string, number, string][] = [
+    [undefined, '/api/v1/status', 401, 'Bearer'],
+    [forged, '/api/v1/status', 401, 'Bearer error="invalid_token"'],
+    [none, '/api/v1/status', 401, 'Bearer error="invalid_token"'],
+    [await token(['write-only']), '/api/v1/status', 403, 'Bearer error="insufficient_scope"'],
+    [await token(['read-write']), '/api/v1/system/maintenance', 403, 'Bearer error="insufficient_scope"'],
+  ];
+  for (const [bearer, path, code, challenge] of challenges) {
+    const refused = await fetch(
+      broker.url + path,
+      bearer ? { headers: { authorization: `Bearer ${bearer}` } } : {},
+    );
+    assert.equal(refused.status, code, path);
+    assert.equal(refused.headers.get('www-authenticate'), challenge, `${path} ${code}`);
+    assert.equal(typeof ((await refused.json()) as { error: unknown }).error, 'string');
+  }
   const reply = await fetch(`${broker.url}/api/v1/status`, { headers: { authorization: bare } });
   assert.equal(reply.status, 200, 'a bare token without Bearer is accepted');
 });

@@ -13,6 +13,7 @@ export {
   brokerAuthPlugin,
   brokerAuthSettings,
   classifyBrokerRoute,
+  requireDeclaredAccess,
 } from '@herald/auth';
 
 /** The boot-validation problem (naming what is missing), or undefined when the config is usable. */

@@ -1,8 +1,8 @@
 import type { AddressInfo } from 'node:net';
 import { createServerKit } from '@herald/http';
 import { createMetrics } from '@herald/metrics';
-import type { FastifyInstance, FastifyServerOptions } from 'fastify';
-import { brokerAuthPlugin } from './auth.js';
+import type { FastifyInstance, FastifyServerOptions, RouteOptions } from 'fastify';
+import { brokerAuthPlugin, requireDeclaredAccess } from './auth.js';
 import type { BrokerConfig } from './config.js';
 import type { BrokerContext } from './context.js';
 import { LongPoll } from './long-poll.js';
@@ -35,9 +35,21 @@ export interface Broker {
   exitOnSignals(): void;
 }
 
+/**
+ * Longest path parameter the router accepts (fastify's default is 100, which answered 414 to a
+ * pop by path of a queue name of 101..512 characters). A name or partition is at most
+ * LIMITS.maxNameLength UTF-16 units, and one unit percent-encodes to at most 9 characters (a BMP
+ * character is 3 UTF-8 bytes, `%XX` each; a surrogate pair is 4 bytes for 2 units), so this
+ * covers every valid name however it is spelled. Longer names get 414; validation refuses a
+ * decoded name over the limit with 400.
+ */
+const MAX_PARAM_LENGTH = LIMITS.maxNameLength * 9;
+
 export interface StartOptions {
   /** Extra fastify options (tests pass `logger: false`). */
   readonly fastify?: Omit<FastifyServerOptions, 'https' | 'http2'>;
+  /** Sees every route as it is registered (tests check each route's access declaration). */
+  readonly onRoute?: (route: RouteOptions) => void;
 }
 
 /** Starts one broker node: storage, maintenance, HTTP listener. */
@@ -51,7 +63,17 @@ export async function startBroker(config: BrokerConfig, options: StartOptions = 
     metrics,
     metricsPaths: ['/metrics', '/metrics/prometheus'],
     bodyLimit: LIMITS.bodyLimitBytes,
-    ...(options.fastify ? { fastify: options.fastify } : {}),
+    // The kit's probes and metrics are public like /health (docs/broker.md, "Authentication").
+    routeConfig: { access: 'public' },
+    // Every route, the kit's included, must declare its level: refused at registration if not.
+    onRoute: (route) => {
+      requireDeclaredAccess(route);
+      options.onRoute?.(route);
+    },
+    fastify: {
+      ...options.fastify,
+      routerOptions: { maxParamLength: MAX_PARAM_LENGTH, ...options.fastify?.routerOptions },
+    },
   });
   const { app, lifecycle } = kit;
   if (config.REDIS_URL) {

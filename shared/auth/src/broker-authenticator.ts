@@ -92,6 +92,38 @@ function lazyPem(pem: string, family: 'rsa' | 'ed25519', failure: string): () =>
   };
 }
 
+/** The family of a PEM the broker can verify with, or undefined when it is neither RSA nor Ed25519. */
+function pemFamily(pem: string): 'rsa' | 'ed25519' | undefined {
+  try {
+    const { family } = importPublicKeyPem(pem);
+    return family === 'rsa' || family === 'ed25519' ? family : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * What `JWT_ALGORITHM=auto` accepts in this deployment: each family the seed lists for auto,
+ * only where a key for it is configured. A token of a family with no key is the client's
+ * mistake, refused with 401 `Unsupported token algorithm` before any key lookup (issue #8: an HS
+ * token against a JWKS-only broker answered 500 `HS secret not configured` and logged an
+ * error). An unreadable PEM keeps RS and EdDSA: that is the operator's fault, a 500 (seed),
+ * already logged at boot.
+ */
+function autoAlgorithms(keys: {
+  readonly secret: boolean;
+  readonly publicKey: 'rsa' | 'ed25519' | 'unreadable' | undefined;
+  readonly jwks: boolean;
+}): readonly JwsAlgorithm[] {
+  const fromJwks = keys.publicKey === undefined && keys.jwks;
+  const unreadable = keys.publicKey === 'unreadable';
+  return BROKER_ACCEPTED_ALGORITHMS.auto.filter((alg) => {
+    if (isHmacAlgorithm(alg)) return keys.secret;
+    if (alg === 'EdDSA') return fromJwks || unreadable || keys.publicKey === 'ed25519';
+    return fromJwks || unreadable || keys.publicKey === 'rsa';
+  });
+}
+
 /**
  * Builds the broker's token authenticator from validated settings (`validateBrokerAuthConfig`
  * runs again here, so an unvalidated config cannot slip through). Must not be used with
@@ -107,9 +139,17 @@ export function createBrokerAuthenticator(
     throw new TypeError('createBrokerAuthenticator needs JWT_ENABLED=true');
   }
   const logger = options.logger ?? silentLogger;
-  const accepted = BROKER_ACCEPTED_ALGORITHMS[algorithm];
   const secret = config.JWT_SECRET ? importSecret(config.JWT_SECRET) : undefined;
   const publicKey = config.JWT_PUBLIC_KEY;
+  const publicKeyFamily = publicKey ? pemFamily(publicKey) : undefined;
+  const accepted =
+    algorithm === 'auto'
+      ? autoAlgorithms({
+          secret: secret !== undefined,
+          publicKey: publicKey ? (publicKeyFamily ?? 'unreadable') : undefined,
+          jwks: Boolean(config.JWT_JWKS_URL),
+        })
+      : BROKER_ACCEPTED_ALGORITHMS[algorithm];
   const rsaKey = publicKey ? lazyPem(publicKey, 'rsa', INVALID_RSA_PEM) : undefined;
   const edKey = publicKey ? lazyPem(publicKey, 'ed25519', INVALID_ED_PEM) : undefined;
 
@@ -130,13 +170,7 @@ export function createBrokerAuthenticator(
   if (publicKey) {
     // A PEM that is neither RSA nor Ed25519 fails every asymmetric request with 500 (seed: no
     // fallback to JWKS). Say so at boot rather than leave it to the first request.
-    let family: string | undefined;
-    try {
-      family = importPublicKeyPem(publicKey).family;
-    } catch {
-      family = undefined;
-    }
-    if (family !== 'rsa' && family !== 'ed25519') {
+    if (publicKeyFamily === undefined) {
       logger.error(
         { setting: 'JWT_PUBLIC_KEY' },
         'JWT_PUBLIC_KEY is not an RSA or Ed25519 public key PEM: RS*/EdDSA tokens will be refused with 500',

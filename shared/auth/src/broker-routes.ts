@@ -1,8 +1,23 @@
 /**
- * The broker's route access levels: ONE prefix table (seed, "Access levels are a role set"),
- * evaluated in one place. Five levels, not ordered; see broker-access.ts for who passes which.
+ * The broker's route access levels. Five levels, not ordered; see broker-access.ts for who passes
+ * which. A request's level is the one its MATCHED ROUTE declares (`config.access`, see
+ * broker-fastify.ts), so no spelling of a URL can reach a handler under another route's rules
+ * (issue #8). The seed's prefix table below is the specification those declarations follow; a
+ * test checks every registered broker route against it.
  */
 export type AccessLevel = 'public' | 'admin' | 'read-only' | 'write-only' | 'read-write';
+
+export const ACCESS_LEVELS: readonly AccessLevel[] = [
+  'public',
+  'admin',
+  'read-only',
+  'write-only',
+  'read-write',
+];
+
+export function isAccessLevel(value: unknown): value is AccessLevel {
+  return typeof value === 'string' && (ACCESS_LEVELS as readonly string[]).includes(value);
+}
 
 interface RouteRule {
   readonly level: AccessLevel;
@@ -15,9 +30,7 @@ interface RouteRule {
 /**
  * The seed's list, first match wins, in the seed's order. "Prefix" follows the seed's `*`: a
  * path under `/assets/`, anything starting with `/favicon` or `/api/v1/status`. A prefix that
- * ends in `/` also covers the bare path without it (`/internal` is admin like `/internal/x`),
- * and an exact entry also covers its trailing-slash spelling: routers commonly accept a missing
- * or extra trailing slash, and the route's real level must win.
+ * ends in `/` also covers the bare path without it (`/internal` is admin like `/internal/x`).
  */
 export const BROKER_ROUTE_TABLE: readonly RouteRule[] = [
   // public: health, metrics, the dashboard, and the dashboard-identity routes, public so they
@@ -60,15 +73,15 @@ export const DEFAULT_ACCESS_LEVEL: AccessLevel = 'read-write';
 
 function ruleMatches(rule: RouteRule, method: string, path: string): boolean {
   if (rule.methods && !rule.methods.includes(method)) return false;
-  // Routers commonly accept a trailing slash for the same route: classify `/x/` as `/x`.
-  const trimmed = path.length > 1 && path.endsWith('/') ? path.slice(0, -1) : path;
-  if (rule.match === 'exact') return trimmed === rule.path;
-  return path.startsWith(rule.path) || (rule.path.endsWith('/') && trimmed === rule.path.slice(0, -1));
+  if (rule.match === 'exact') return path === rule.path;
+  return path.startsWith(rule.path) || (rule.path.endsWith('/') && path === rule.path.slice(0, -1));
 }
 
 /**
- * The level a request needs. `path` should come from `normalizeRoutePath`. HEAD is classified
- * as GET: fastify answers HEAD with the GET route, so it reads exactly what GET reads.
+ * The level the seed's table gives a canonical route path (a registered route's path with
+ * parameter values filled in). HEAD is classified as GET: fastify answers HEAD with the GET
+ * route, so it reads exactly what GET reads. Not used per request: requests take the level their
+ * matched route declares.
  */
 export function classifyBrokerRoute(method: string, path: string): AccessLevel {
   const upper = method.toUpperCase();
@@ -78,26 +91,33 @@ export function classifyBrokerRoute(method: string, path: string): AccessLevel {
 }
 
 /**
- * The path the router will match, so classification cannot be dodged by spelling a path
- * differently from how the router reads it: the query and fragment are dropped, percent-escapes
- * decoded as the router decodes them (`decodeURI`: `/api/v1/%73ystem/x` routes to the admin
- * `/api/v1/system/x`), and runs of slashes collapsed (routers may ignore duplicate slashes).
+ * The path a request was routed to: the matched route's pattern with the parameter values the
+ * router extracted (already decoded) put back, e.g. `/api/v1/pop/queue/:queue` with
+ * `{queue: 'orders'}` → `/api/v1/pop/queue/orders`; a `*` wildcard takes `params['*']`. This is
+ * the router's reading of the target, whatever its spelling (absolute form, escapes), so
+ * `JWT_SKIP_PATHS` matches against it and cannot be dodged.
  */
-export function normalizeRoutePath(url: string): string {
-  let end = url.length;
-  const query = url.indexOf('?');
-  if (query >= 0) end = query;
-  const fragment = url.indexOf('#');
-  if (fragment >= 0 && fragment < end) end = fragment;
-  let path = url.slice(0, end);
-  if (path.includes('%')) {
-    try {
-      path = decodeURI(path);
-    } catch {
-      // A malformed escape: the router refuses the request itself; classify the raw text.
-    }
+export function routedPath(pattern: string, params: Readonly<Record<string, unknown>>): string {
+  return pattern.replace(/:([A-Za-z0-9_]+)|\*/g, (token, name: string | undefined) => {
+    const value = params[name ?? '*'];
+    return typeof value === 'string' ? value : token;
+  });
+}
+
+/**
+ * A target no route matched, read as fastify's router reads it (it can only reach the 404
+ * handler): the absolute form's `scheme://authority` dropped, the query and fragment cut, and
+ * percent-escapes decoded where they are valid.
+ */
+export function unroutedPath(url: string): string {
+  let path = url.replace(/^[A-Za-z][A-Za-z0-9+.-]*:\/\/[^/?#]*/, '');
+  const end = path.search(/[?#]/);
+  if (end >= 0) path = path.slice(0, end);
+  try {
+    path = decodeURIComponent(path);
+  } catch {
+    // A malformed escape: keep the raw text (it routes nowhere either way).
   }
-  path = path.replace(/\/{2,}/g, '/');
   return path === '' ? '/' : path;
 }
 

@@ -29,14 +29,17 @@ export {
   createBrokerAuthenticator,
   EMPTY_IDENTITY,
 } from './broker-authenticator.js';
-export { type BrokerAuthPluginOptions, brokerAuthPlugin } from './broker-fastify.js';
+export { type BrokerAuthPluginOptions, brokerAuthPlugin, requireDeclaredAccess } from './broker-fastify.js';
 export {
+  ACCESS_LEVELS,
   type AccessLevel,
   BROKER_ROUTE_TABLE,
   classifyBrokerRoute,
   DEFAULT_ACCESS_LEVEL,
+  isAccessLevel,
   isSkippedPath,
-  normalizeRoutePath,
+  routedPath,
+  unroutedPath,
 } from './broker-routes.js';
 // Broker profile
 export {

@@ -137,7 +137,9 @@ describe('algorithm confusion at the broker', () => {
   // biome-ignore format: a table, one case per line
   const cases: readonly (readonly [string, Record<string, string>, AuthFailureReason, number, string])[] = [
     ['RS256 mode', { JWT_ALGORITHM: 'RS256' }, 'alg_not_allowed', 401, 'Unsupported token algorithm'],
-    ['auto mode without a secret', { JWT_ALGORITHM: 'auto' }, 'key_not_configured', 500, 'HS secret not configured'],
+    // auto without a secret accepts no HS token at all: 401 before any key lookup (issue #8)
+    ['auto mode without a secret', { JWT_ALGORITHM: 'auto' }, 'alg_not_allowed', 401, 'Unsupported token algorithm'],
+    ['HS256 mode without a secret', { JWT_ALGORITHM: 'HS256' }, 'key_not_configured', 500, 'HS secret not configured'],
     ['auto mode with a (different) secret', { JWT_ALGORITHM: 'auto', JWT_SECRET: SECRET }, 'bad_signature', 401, 'Invalid token signature'],
   ];
   for (const [name, environment, reason, status, text] of cases) {
@@ -155,12 +157,19 @@ describe('keys per token family', () => {
   // [name, environment, token alg, reason, status, text]
   // biome-ignore format: a table, one case per line
   const cases: readonly (readonly [string, Record<string, string>, string, AuthFailureReason, number, string])[] = [
-    ['HS token, empty secret', { JWT_ALGORITHM: 'auto', JWT_JWKS_URL: 'http://127.0.0.1:1/jwks' }, 'HS256', 'key_not_configured', 500, 'HS secret not configured'],
-    ['RS token, Ed25519 PEM', { JWT_ALGORITHM: 'auto', JWT_PUBLIC_KEY: keys().ed25519.publicPem }, 'RS256', 'invalid_key', 500, 'invalid RSA public key PEM'],
-    ['EdDSA token, RSA PEM', { JWT_ALGORITHM: 'auto', JWT_PUBLIC_KEY: keys().rsa.publicPem }, 'EdDSA', 'invalid_key', 500, 'invalid Ed public key PEM'],
+    // Explicit modes keep the seed's server-side 500s: the operator pinned a family it holds no key for.
+    ['HS token, empty secret, HS256 mode', { JWT_ALGORITHM: 'HS256', JWT_JWKS_URL: 'http://127.0.0.1:1/jwks' }, 'HS256', 'key_not_configured', 500, 'HS secret not configured'],
+    ['RS token, Ed25519 PEM, RS256 mode', { JWT_ALGORITHM: 'RS256', JWT_PUBLIC_KEY: keys().ed25519.publicPem }, 'RS256', 'invalid_key', 500, 'invalid RSA public key PEM'],
+    ['EdDSA token, RSA PEM, EdDSA mode', { JWT_ALGORITHM: 'EdDSA', JWT_PUBLIC_KEY: keys().rsa.publicPem }, 'EdDSA', 'invalid_key', 500, 'invalid Ed public key PEM'],
+    // auto accepts only the families it holds a key for: anything else is the client's 401 (issue #8).
+    ['HS token, empty secret, auto mode', { JWT_ALGORITHM: 'auto', JWT_JWKS_URL: 'http://127.0.0.1:1/jwks' }, 'HS256', 'alg_not_allowed', 401, 'Unsupported token algorithm'],
+    ['RS token, Ed25519 PEM, auto mode', { JWT_ALGORITHM: 'auto', JWT_PUBLIC_KEY: keys().ed25519.publicPem }, 'RS256', 'alg_not_allowed', 401, 'Unsupported token algorithm'],
+    ['EdDSA token, RSA PEM, auto mode', { JWT_ALGORITHM: 'auto', JWT_PUBLIC_KEY: keys().rsa.publicPem }, 'EdDSA', 'alg_not_allowed', 401, 'Unsupported token algorithm'],
+    ['RS token, PEM that does not parse, auto mode', { JWT_ALGORITHM: 'auto', JWT_PUBLIC_KEY: garbagePem }, 'RS256', 'invalid_key', 500, 'invalid RSA public key PEM'],
     ['RS token, PEM that does not parse', { JWT_ALGORITHM: 'RS256', JWT_PUBLIC_KEY: garbagePem }, 'RS256', 'invalid_key', 500, 'invalid RSA public key PEM'],
     ['EdDSA token, PEM that does not parse', { JWT_ALGORITHM: 'EdDSA', JWT_PUBLIC_KEY: garbagePem }, 'EdDSA', 'invalid_key', 500, 'invalid Ed public key PEM'],
-    ['RS token, no PEM and no JWKS', { JWT_ALGORITHM: 'auto', JWT_SECRET: SECRET }, 'RS256', 'unknown_kid', 401, 'Unknown key ID'],
+    ['RS token, no PEM and no JWKS, auto mode', { JWT_ALGORITHM: 'auto', JWT_SECRET: SECRET }, 'RS256', 'alg_not_allowed', 401, 'Unsupported token algorithm'],
+    ['EdDSA token, no PEM and no JWKS, auto mode', { JWT_ALGORITHM: 'auto', JWT_SECRET: SECRET }, 'EdDSA', 'alg_not_allowed', 401, 'Unsupported token algorithm'],
   ];
   for (const [name, environment, alg, reason, status, text] of cases) {
     it(`${name} → ${status} ${text}`, async () => {

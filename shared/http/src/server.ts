@@ -3,7 +3,12 @@ import { readFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import type { Metrics } from '@herald/metrics';
 import { metricsPlugin } from '@herald/metrics';
-import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import Fastify, {
+  type FastifyContextConfig,
+  type FastifyInstance,
+  type FastifyServerOptions,
+  type RouteOptions,
+} from 'fastify';
 import { Lifecycle } from './lifecycle.js';
 import { redactUrl } from './redact.js';
 import type { HttpConfig } from './settings.js';
@@ -15,6 +20,16 @@ export interface ServerKitOptions {
   readonly metrics: Metrics;
   /** Paths serving Prometheus metrics (default `/metrics`). */
   readonly metricsPaths?: readonly string[];
+  /**
+   * Route config of the kit's own routes (probes, metrics): the broker declares their access
+   * level here, as every broker route must.
+   */
+  readonly routeConfig?: FastifyContextConfig;
+  /**
+   * An `onRoute` hook installed before any route, the kit's own included: it sees (and may
+   * refuse by throwing) every route of the app (the broker checks access declarations).
+   */
+  readonly onRoute?: (route: RouteOptions) => void;
   /** Request body limit in bytes (fastify's default: 1 MiB). */
   readonly bodyLimit?: number;
   /** Extra fastify options (tests pass `logger: false`). */
@@ -78,13 +93,15 @@ export function createServerKit(options: ServerKitOptions): ServerKit {
   }) as unknown as FastifyInstance;
 
   const lifecycle = new Lifecycle(metrics.ready);
+  if (options.onRoute) app.addHook('onRoute', options.onRoute);
 
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
   });
-  app.register(metricsPlugin, { metrics, paths: options.metricsPaths ?? ['/metrics'] });
-  app.get('/healthz', { logLevel: 'warn' }, async () => ({ status: 'ok' }));
-  app.get('/readyz', { logLevel: 'warn' }, async (_request, reply) => {
+  const routeConfig = { ...options.routeConfig };
+  app.register(metricsPlugin, { metrics, paths: options.metricsPaths ?? ['/metrics'], routeConfig });
+  app.get('/healthz', { logLevel: 'warn', config: routeConfig }, async () => ({ status: 'ok' }));
+  app.get('/readyz', { logLevel: 'warn', config: routeConfig }, async (_request, reply) => {
     const reasons = await lifecycle.readiness();
     if (reasons.length > 0) return reply.code(503).send({ status: 'not ready', reasons });
     return { status: 'ready' };

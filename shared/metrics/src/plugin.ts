@@ -1,4 +1,4 @@
-import type { FastifyInstance, FastifyPluginAsync } from 'fastify';
+import type { FastifyContextConfig, FastifyInstance, FastifyPluginAsync } from 'fastify';
 import fastifyPlugin from 'fastify-plugin';
 import type { Metrics } from './registry.js';
 
@@ -6,6 +6,8 @@ export interface MetricsPluginOptions {
   readonly metrics: Metrics;
   /** Paths that serve the exposition format (the broker also answers `/metrics/prometheus`). */
   readonly paths?: readonly string[];
+  /** Route config of the exposition routes (the broker declares their access level here). */
+  readonly routeConfig?: FastifyContextConfig;
 }
 
 /** Label for requests no route matched: one value, so scanners cannot explode cardinality. */
@@ -32,7 +34,7 @@ const plugin: FastifyPluginAsync<MetricsPluginOptions> = async (app: FastifyInst
   });
 
   for (const path of options.paths ?? ['/metrics']) {
-    app.get(path, { logLevel: 'warn' }, async (_request, reply) => {
+    app.get(path, { logLevel: 'warn', config: { ...options.routeConfig } }, async (_request, reply) => {
       reply.header('content-type', metrics.registry.contentType);
       return metrics.registry.metrics();
     });

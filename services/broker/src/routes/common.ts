@@ -1,5 +1,6 @@
 import type { FastifyError, FastifyInstance, FastifyReply } from 'fastify';
 import { BrokerError } from '../errors.js';
+import { PUBLIC } from './access.js';
 
 const CORS_HEADERS = {
   'access-control-allow-origin': '*',
@@ -32,7 +33,7 @@ export function registerConventions(app: FastifyInstance): void {
     reply.headers(CORS_HEADERS);
   });
 
-  app.options('*', async (_request, reply) => reply.code(204).send());
+  app.options('*', PUBLIC, async (_request, reply) => reply.code(204).send());
 
   app.setNotFoundHandler(async (request, reply) =>
     reply.code(404).send({ error: `Route ${request.method} ${request.url.split('?')[0]} not found` }),

@@ -3,6 +3,7 @@ import type { BrokerContext } from '../context.js';
 import { invalidRequest, notFound } from '../errors.js';
 import type { SeekTarget } from '../storage.js';
 import { integer, isObject, name, timestamp } from '../validation.js';
+import { ADMIN, READ_ONLY, READ_WRITE } from './access.js';
 
 interface GroupView {
   name: string;
@@ -32,13 +33,18 @@ function parseSeek(body: unknown): SeekTarget {
   throw invalidRequest('toEnd:true or timestamp is required');
 }
 
+/** Kept short so each registration, with its access level, stays on one line. */
+type GroupRoute = { Params: { group: string } };
+
 /** Consumer groups: listing, lag, deletion, subscription changes and seek (replay/skip). */
 export function registerConsumerGroupRoutes(app: FastifyInstance, context: BrokerContext): void {
   const { storage } = context;
 
-  app.get('/api/v1/consumer-groups', async () => ({ consumerGroups: [...(await groups(context)).values()] }));
+  app.get('/api/v1/consumer-groups', READ_ONLY, async () => ({
+    consumerGroups: [...(await groups(context)).values()],
+  }));
 
-  app.get('/api/v1/consumer-groups/lagging', async (request) => {
+  app.get('/api/v1/consumer-groups/lagging', READ_ONLY, async (request) => {
     const minLag = integer(
       (request.query as Record<string, unknown>).minLag,
       'minLag',
@@ -49,13 +55,13 @@ export function registerConsumerGroupRoutes(app: FastifyInstance, context: Broke
     return { consumerGroups: [...(await groups(context)).values()].filter((g) => g.totalLag >= minLag) };
   });
 
-  app.get<{ Params: { group: string } }>('/api/v1/consumer-groups/:group', async (request) => {
+  app.get<{ Params: { group: string } }>('/api/v1/consumer-groups/:group', READ_ONLY, async (request) => {
     const view = (await groups(context)).get(request.params.group);
     if (!view) throw notFound(`Consumer group '${request.params.group}' not found`);
     return view;
   });
 
-  app.delete<{ Params: { group: string } }>('/api/v1/consumer-groups/:group', async (request) => {
+  app.delete<{ Params: { group: string } }>('/api/v1/consumer-groups/:group', ADMIN, async (request) => {
     const deletedFrom: string[] = [];
     for (const queue of await storage.listQueues()) {
       if (await storage.deleteGroup(queue.name, request.params.group)) deletedFrom.push(queue.name);
@@ -66,6 +72,7 @@ export function registerConsumerGroupRoutes(app: FastifyInstance, context: Broke
 
   app.delete<{ Params: { group: string; queue: string } }>(
     '/api/v1/consumer-groups/:group/queues/:queue',
+    ADMIN,
     async (request) => {
       if (!(await storage.deleteGroup(request.params.queue, request.params.group))) {
         throw notFound(
@@ -77,7 +84,7 @@ export function registerConsumerGroupRoutes(app: FastifyInstance, context: Broke
   );
 
   /** `{queue?, subscriptionMode: all|new, subscriptionFrom?}`: re-positions the group. */
-  app.post<{ Params: { group: string } }>('/api/v1/consumer-groups/:group/subscription', async (request) => {
+  app.post<GroupRoute>('/api/v1/consumer-groups/:group/subscription', READ_WRITE, async (request) => {
     const body = request.body;
     if (!isObject(body)) throw invalidRequest('body must be a JSON object');
     let target: SeekTarget;
@@ -101,6 +108,7 @@ export function registerConsumerGroupRoutes(app: FastifyInstance, context: Broke
 
   app.post<{ Params: { group: string; queue: string } }>(
     '/api/v1/consumer-groups/:group/queues/:queue/seek',
+    READ_WRITE,
     async (request) => {
       if (!(await storage.getQueue(request.params.queue)))
         throw notFound(`Queue '${request.params.queue}' not found`);
@@ -116,6 +124,7 @@ export function registerConsumerGroupRoutes(app: FastifyInstance, context: Broke
 
   app.post<{ Params: { group: string; queue: string; partition: string } }>(
     '/api/v1/consumer-groups/:group/queues/:queue/partitions/:partition/seek',
+    READ_WRITE,
     async (request) => {
       const { group, queue, partition } = request.params;
       const partitions = await storage.seek(queue, group, partition, parseSeek(request.body));

@@ -9,6 +9,7 @@ import { parsePushBody, push } from '../push.js';
 import { DEFAULT_QUEUE_OPTIONS, type QueueOptions } from '../storage.js';
 import { parseTransactionBody, runTransaction } from '../transaction.js';
 import { isObject, name, optionalString } from '../validation.js';
+import { READ_WRITE, WRITE_ONLY } from './access.js';
 import { sendJsonText } from './common.js';
 
 function parseQueueOptions(raw: unknown): Partial<QueueOptions> {
@@ -35,10 +36,12 @@ function parseQueueOptions(raw: unknown): Partial<QueueOptions> {
  * `http_request_duration_seconds` already counts them. Errors are still logged.
  */
 const HOT_ROUTE = { logLevel: 'warn' } as const;
+const HOT_WRITE_ONLY = { ...HOT_ROUTE, ...WRITE_ONLY } as const;
+const HOT_READ_WRITE = { ...HOT_ROUTE, ...READ_WRITE } as const;
 
 /** Configure, push, pop, ack, transaction, lease extension: HTTP parsing and mapping only. */
 export function registerDataPlaneRoutes(app: FastifyInstance, context: BrokerContext): void {
-  app.post('/api/v1/configure', async (request) => {
+  app.post('/api/v1/configure', READ_WRITE, async (request) => {
     const body = request.body;
     if (!isObject(body)) throw invalidRequest('body must be a JSON object');
     const queue = name(body.queue, 'queue');
@@ -51,7 +54,7 @@ export function registerDataPlaneRoutes(app: FastifyInstance, context: BrokerCon
     return { configured: true, queue, namespace: info.namespace, task: info.task, options: info.options };
   });
 
-  app.post('/api/v1/push', HOT_ROUTE, async (request, reply) => {
+  app.post('/api/v1/push', HOT_WRITE_ONLY, async (request, reply) => {
     const items = parsePushBody(request.body, request.identity?.sub);
     return reply.code(201).send(await push(context, items));
   });
@@ -79,17 +82,19 @@ export function registerDataPlaneRoutes(app: FastifyInstance, context: BrokerCon
       reply.raw.off('close', onClose);
     }
   };
-  app.get('/api/v1/pop/queue/:queue', HOT_ROUTE, popHandler);
-  app.get('/api/v1/pop/queue/:queue/partition/:partition', HOT_ROUTE, popHandler);
+  app.get('/api/v1/pop/queue/:queue', HOT_READ_WRITE, popHandler);
+  app.get('/api/v1/pop/queue/:queue/partition/:partition', HOT_READ_WRITE, popHandler);
 
-  app.post('/api/v1/ack', HOT_ROUTE, async (request) => ack(context, parseAckBody(request.body)));
-  app.post('/api/v1/ack/batch', HOT_ROUTE, async (request) => ack(context, parseBatchAckBody(request.body)));
+  app.post('/api/v1/ack', HOT_READ_WRITE, async (request) => ack(context, parseAckBody(request.body)));
+  app.post('/api/v1/ack/batch', HOT_READ_WRITE, async (request) =>
+    ack(context, parseBatchAckBody(request.body)),
+  );
 
-  app.post('/api/v1/transaction', async (request) =>
+  app.post('/api/v1/transaction', READ_WRITE, async (request) =>
     runTransaction(context, parseTransactionBody(request.body, request.identity?.sub)),
   );
 
-  app.post<{ Params: { leaseId: string } }>('/api/v1/lease/:leaseId/extend', async (request) =>
+  app.post<{ Params: { leaseId: string } }>('/api/v1/lease/:leaseId/extend', READ_WRITE, async (request) =>
     extendLease(context, request.params.leaseId, parseExtendBody(request.body)),
   );
 }

@@ -3,6 +3,7 @@ import type { BrokerContext } from '../context.js';
 import { invalidRequest, notFound } from '../errors.js';
 import type { QueueStats } from '../storage.js';
 import { integer, isObject, name, optionalName } from '../validation.js';
+import { ADMIN, READ_ONLY, READ_WRITE } from './access.js';
 
 async function statsByQueue(context: BrokerContext): Promise<Map<string, QueueStats>> {
   return new Map((await context.storage.cachedStats()).map((stats) => [stats.queue, stats]));
@@ -12,7 +13,7 @@ async function statsByQueue(context: BrokerContext): Promise<Map<string, QueueSt
 export function registerResourceRoutes(app: FastifyInstance, context: BrokerContext): void {
   const { storage } = context;
 
-  app.get('/api/v1/resources/queues', async () => {
+  app.get('/api/v1/resources/queues', READ_ONLY, async () => {
     const stats = await statsByQueue(context);
     const queues = await storage.listQueues();
     return {
@@ -33,28 +34,28 @@ export function registerResourceRoutes(app: FastifyInstance, context: BrokerCont
     };
   });
 
-  app.get<{ Params: { queue: string } }>('/api/v1/resources/queues/:queue', async (request) => {
+  app.get<{ Params: { queue: string } }>('/api/v1/resources/queues/:queue', READ_ONLY, async (request) => {
     const queue = await storage.getQueue(request.params.queue);
     if (!queue) throw notFound(`Queue '${request.params.queue}' not found`);
     const stats = (await statsByQueue(context)).get(queue.name);
     return { ...queue, consumerGroups: await storage.groupsOf(queue.name), stats: stats ?? null };
   });
 
-  app.delete<{ Params: { queue: string } }>('/api/v1/resources/queues/:queue', async (request) => {
+  app.delete<{ Params: { queue: string } }>('/api/v1/resources/queues/:queue', ADMIN, async (request) => {
     if (!(await storage.deleteQueue(request.params.queue))) {
       throw notFound(`Queue '${request.params.queue}' not found`);
     }
     return { deleted: true, queue: request.params.queue };
   });
 
-  app.get('/api/v1/resources/namespaces', async () => {
+  app.get('/api/v1/resources/namespaces', READ_ONLY, async () => {
     const counts = new Map<string, number>();
     for (const queue of await storage.listQueues())
       counts.set(queue.namespace, (counts.get(queue.namespace) ?? 0) + 1);
     return { namespaces: [...counts].map(([namespace, queues]) => ({ namespace, queues })) };
   });
 
-  app.get('/api/v1/resources/tasks', async () => {
+  app.get('/api/v1/resources/tasks', READ_ONLY, async () => {
     const counts = new Map<string, { namespace: string; task: string; queues: number }>();
     for (const queue of await storage.listQueues()) {
       if (!queue.task) continue;
@@ -66,7 +67,7 @@ export function registerResourceRoutes(app: FastifyInstance, context: BrokerCont
     return { tasks: [...counts.values()] };
   });
 
-  app.get('/api/v1/resources/overview', async () => {
+  app.get('/api/v1/resources/overview', READ_ONLY, async () => {
     const queues = await storage.listQueues();
     const stats = [...(await statsByQueue(context)).values()];
     return {
@@ -83,7 +84,7 @@ export function registerResourceRoutes(app: FastifyInstance, context: BrokerCont
     };
   });
 
-  app.get('/api/v1/messages', async (request) => {
+  app.get('/api/v1/messages', READ_ONLY, async (request) => {
     const query = request.query as Record<string, unknown>;
     const limit = integer(query.limit, 'limit', 100, 1, 1000);
     const partition = optionalName(query.partition, 'partition');
@@ -107,6 +108,7 @@ export function registerResourceRoutes(app: FastifyInstance, context: BrokerCont
 
   app.get<{ Params: { partitionId: string; transactionId: string } }>(
     '/api/v1/messages/:partitionId/:transactionId',
+    READ_ONLY,
     async (request) => {
       const message = await storage.getMessage(request.params.partitionId, request.params.transactionId);
       if (!message) throw notFound('Message not found');
@@ -116,6 +118,7 @@ export function registerResourceRoutes(app: FastifyInstance, context: BrokerCont
 
   app.delete<{ Params: { partitionId: string; transactionId: string } }>(
     '/api/v1/messages/:partitionId/:transactionId',
+    READ_WRITE,
     async (request) => {
       if (!(await storage.deleteMessage(request.params.partitionId, request.params.transactionId))) {
         throw notFound('Message not found');
@@ -124,7 +127,7 @@ export function registerResourceRoutes(app: FastifyInstance, context: BrokerCont
     },
   );
 
-  app.get('/api/v1/dlq', async (request) => {
+  app.get('/api/v1/dlq', READ_ONLY, async (request) => {
     const query = request.query as Record<string, unknown>;
     const limit = integer(query.limit, 'limit', 100, 1, 1000);
     const offset = integer(query.offset, 'offset', 0, 0, 1_000_000);
@@ -152,7 +155,7 @@ export function registerResourceRoutes(app: FastifyInstance, context: BrokerCont
   });
 
   /** Requeue dead letters: `{queue, dlqIds:[…]}` or `{queue, all:true}`. */
-  app.post('/api/v1/dlq/requeue', async (request) => {
+  app.post('/api/v1/dlq/requeue', READ_WRITE, async (request) => {
     const body = request.body;
     if (!isObject(body)) throw invalidRequest('body must be a JSON object');
     const queue = name(body.queue, 'queue');

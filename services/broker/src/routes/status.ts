@@ -3,6 +3,7 @@ import type { BrokerContext } from '../context.js';
 import { invalidRequest, notFound } from '../errors.js';
 import type { Maintenance } from '../maintenance.js';
 import { isObject } from '../validation.js';
+import { ADMIN, PUBLIC, READ_ONLY } from './access.js';
 
 /** Status views, the stats refresh and the maintenance toggles (admin), health. */
 export function registerStatusRoutes(
@@ -13,9 +14,9 @@ export function registerStatusRoutes(
   const { storage } = context;
   const startedAt = Date.now();
 
-  app.get('/health', async () => ({ status: 'healthy', backend: storage.kind }));
+  app.get('/health', PUBLIC, async () => ({ status: 'healthy', backend: storage.kind }));
 
-  app.get('/api/v1/status', async () => {
+  app.get('/api/v1/status', READ_ONLY, async () => {
     const stats = await storage.cachedStats();
     return {
       status: 'ok',
@@ -34,16 +35,16 @@ export function registerStatusRoutes(
     };
   });
 
-  app.get('/api/v1/status/queues', async () => ({ queues: await storage.cachedStats() }));
+  app.get('/api/v1/status/queues', READ_ONLY, async () => ({ queues: await storage.cachedStats() }));
 
-  app.get<{ Params: { queue: string } }>('/api/v1/status/queues/:queue', async (request) => {
+  app.get<{ Params: { queue: string } }>('/api/v1/status/queues/:queue', READ_ONLY, async (request) => {
     const stats = (await storage.cachedStats()).find((s) => s.queue === request.params.queue);
     if (!stats)
       throw notFound(`Queue '${request.params.queue}' not found (or not in the stats snapshot yet)`);
     return stats;
   });
 
-  app.get('/api/v1/status/analytics', async () => {
+  app.get('/api/v1/status/analytics', READ_ONLY, async () => {
     const stats = await storage.cachedStats();
     return {
       queues: stats.map((s) => ({
@@ -57,7 +58,7 @@ export function registerStatusRoutes(
     };
   });
 
-  app.post('/api/v1/stats/refresh', async () => {
+  app.post('/api/v1/stats/refresh', ADMIN, async () => {
     await maintenance.refreshStats();
     return { success: true, queues: (await storage.cachedStats()).length };
   });
@@ -68,7 +69,7 @@ export function registerStatusRoutes(
     return body.enabled;
   };
 
-  app.get('/api/v1/system/maintenance', async () => {
+  app.get('/api/v1/system/maintenance', ADMIN, async () => {
     const flags = await storage.flags();
     return {
       maintenanceMode: flags.maintenanceMode,
@@ -76,7 +77,7 @@ export function registerStatusRoutes(
       bufferedMessages: 0,
     };
   });
-  app.post('/api/v1/system/maintenance', async (request) => {
+  app.post('/api/v1/system/maintenance', ADMIN, async (request) => {
     const flags = await storage.setFlags({ maintenanceMode: readEnabled(request.body) });
     return {
       maintenanceMode: flags.maintenanceMode,
@@ -86,11 +87,11 @@ export function registerStatusRoutes(
         : 'Maintenance mode DISABLED.',
     };
   });
-  app.get('/api/v1/system/maintenance/pop', async () => {
+  app.get('/api/v1/system/maintenance/pop', ADMIN, async () => {
     const flags = await storage.flags();
     return { popMaintenanceMode: flags.popMaintenanceMode };
   });
-  app.post('/api/v1/system/maintenance/pop', async (request) => {
+  app.post('/api/v1/system/maintenance/pop', ADMIN, async (request) => {
     const flags = await storage.setFlags({ popMaintenanceMode: readEnabled(request.body) });
     return {
       popMaintenanceMode: flags.popMaintenanceMode,

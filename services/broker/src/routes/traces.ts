@@ -2,12 +2,13 @@ import type { FastifyInstance } from 'fastify';
 import type { BrokerContext } from '../context.js';
 import { invalidRequest } from '../errors.js';
 import { integer, isObject, name, optionalString } from '../validation.js';
+import { READ_ONLY, READ_WRITE } from './access.js';
 
 /** Message traces: record (201) and read back by message or by trace name. */
 export function registerTraceRoutes(app: FastifyInstance, context: BrokerContext): void {
   const { storage } = context;
 
-  app.post('/api/v1/traces', async (request, reply) => {
+  app.post('/api/v1/traces', READ_WRITE, async (request, reply) => {
     const body = request.body;
     if (!isObject(body)) throw invalidRequest('body must be a JSON object');
     const names: string[] = [];
@@ -27,12 +28,12 @@ export function registerTraceRoutes(app: FastifyInstance, context: BrokerContext
     return reply.code(201).send({ success: true, traceId: entry.id, createdAt: entry.createdAt });
   });
 
-  app.get('/api/v1/traces/names', async (request) => {
+  app.get('/api/v1/traces/names', READ_ONLY, async (request) => {
     const limit = integer((request.query as Record<string, unknown>).limit, 'limit', 100, 1, 1000);
     return { names: await storage.traceNames(limit) };
   });
 
-  app.get<{ Params: { name: string } }>('/api/v1/traces/by-name/:name', async (request) => {
+  app.get<{ Params: { name: string } }>('/api/v1/traces/by-name/:name', READ_ONLY, async (request) => {
     const limit = integer((request.query as Record<string, unknown>).limit, 'limit', 100, 1, 1000);
     const traces = await storage.tracesByName(request.params.name, limit);
     return { traceName: request.params.name, traces, total: traces.length };
@@ -40,6 +41,7 @@ export function registerTraceRoutes(app: FastifyInstance, context: BrokerContext
 
   app.get<{ Params: { partitionId: string; transactionId: string } }>(
     '/api/v1/traces/:partitionId/:transactionId',
+    READ_ONLY,
     async (request) => ({
       traces: await storage.tracesOf(request.params.partitionId, request.params.transactionId),
     }),
