@@ -44,7 +44,7 @@ export interface StartOptions {
 export async function startBroker(config: BrokerConfig, options: StartOptions = {}): Promise<Broker> {
   const metrics = createMetrics({ defaultLabels: { service: 'broker' } });
   let storage: BrokerStorage | undefined;
-  const brokerMetrics = createBrokerMetrics(metrics, () => storage);
+  const brokerMetrics = createBrokerMetrics(metrics, () => storage, config.BROKER_METRICS_MAX_QUEUES);
   const kit = createServerKit({
     name: 'broker',
     config,
