@@ -49,6 +49,10 @@ const encode = encodeURIComponent;
 const decode = decodeURIComponent;
 const STATS_SAMPLE = 50;
 const TRACE_TTL_SECONDS = 7 * 24 * 3600;
+/** Distinct trace names kept in the name index (the least used go first). */
+const TRACE_NAMES_KEPT = 10_000;
+/** Dead letters moved per requeue script run. */
+const REQUEUE_CHUNK = 1000;
 
 type Reply = string | number | null | Reply[];
 
@@ -665,9 +669,13 @@ export class RedisStorage implements BrokerStorage {
 
   async requeueDeadLetters(queue: string, dlqIds: string[]): Promise<number> {
     const base = this.base(queue);
-    const args: string[] = [base];
-    for (const id of dlqIds) args.push(id, newId());
-    const count = await this.run<number>('requeueDlq', [`${base}cfg`], args);
+    let count = 0;
+    // In chunks: each script run blocks Redis, so none moves more than REQUEUE_CHUNK letters.
+    for (let start = 0; start < dlqIds.length; start += REQUEUE_CHUNK) {
+      const args: string[] = [base];
+      for (const id of dlqIds.slice(start, start + REQUEUE_CHUNK)) args.push(id, newId());
+      count += await this.run<number>('requeueDlq', [`${base}cfg`], args);
+    }
     if (count > 0) this.notify([queue]);
     return count;
   }
@@ -698,29 +706,50 @@ export class RedisStorage implements BrokerStorage {
     return (await this.run<number>('deleteGroup', [`${base}cfg`], [base, encode(group)])) === 1;
   }
 
+  /**
+   * The entry is stored once, under its id; the per-message and per-name lists hold only the
+   * id, so a trace with N names costs its body once plus N small references.
+   */
   async addTrace(trace: TraceInput): Promise<TraceEntry> {
     const entry: TraceEntry = { ...trace, id: newId(), createdAt: new Date().toISOString() };
-    const text = JSON.stringify(entry);
     const messageKey = this.key('trace', trace.partitionId, trace.transactionId);
-    const pipeline = this.redis.multi().rpush(messageKey, text).ltrim(messageKey, -100, -1);
-    pipeline.expire(messageKey, TRACE_TTL_SECONDS);
+    const namesKey = this.key('trace-names');
+    const pipeline = this.redis
+      .multi()
+      .set(this.key('trace-entry', entry.id), JSON.stringify(entry), 'EX', TRACE_TTL_SECONDS)
+      .rpush(messageKey, entry.id)
+      .ltrim(messageKey, -100, -1)
+      .expire(messageKey, TRACE_TTL_SECONDS);
     for (const name of trace.traceNames) {
       const nameKey = this.key('trace-name', name);
-      pipeline.rpush(nameKey, text).ltrim(nameKey, -1000, -1).expire(nameKey, TRACE_TTL_SECONDS);
-      pipeline.zincrby(this.key('trace-names'), 1, name);
+      pipeline.rpush(nameKey, entry.id).ltrim(nameKey, -1000, -1).expire(nameKey, TRACE_TTL_SECONDS);
+      pipeline.zincrby(namesKey, 1, name);
     }
+    // The name index keeps its most used names only: distinct names are client-chosen.
+    if (trace.traceNames.length > 0) pipeline.zremrangebyrank(namesKey, 0, -(TRACE_NAMES_KEPT + 1));
     await pipeline.exec();
     return entry;
   }
 
+  /** Entries of a list of ids (older releases stored the entry text itself in the list). */
+  private async traceEntries(list: string[]): Promise<TraceEntry[]> {
+    const ids = list.filter((item) => !item.startsWith('{'));
+    const texts = ids.length === 0 ? [] : await this.redis.mget(ids.map((id) => this.key('trace-entry', id)));
+    const byId = new Map(ids.map((id, index) => [id, texts[index]]));
+    const entries: TraceEntry[] = [];
+    for (const item of list) {
+      const text = item.startsWith('{') ? item : byId.get(item);
+      if (text) entries.push(JSON.parse(text) as TraceEntry);
+    }
+    return entries;
+  }
+
   async tracesOf(partitionId: string, transactionId: string): Promise<TraceEntry[]> {
-    const list = await this.redis.lrange(this.key('trace', partitionId, transactionId), 0, -1);
-    return list.map((text) => JSON.parse(text) as TraceEntry);
+    return this.traceEntries(await this.redis.lrange(this.key('trace', partitionId, transactionId), 0, -1));
   }
 
   async tracesByName(name: string, limit: number): Promise<TraceEntry[]> {
-    const list = await this.redis.lrange(this.key('trace-name', name), -limit, -1);
-    return list.map((text) => JSON.parse(text) as TraceEntry);
+    return this.traceEntries(await this.redis.lrange(this.key('trace-name', name), -limit, -1));
   }
 
   async traceNames(limit: number): Promise<{ name: string; count: number }[]> {
