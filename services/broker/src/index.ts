@@ -51,7 +51,8 @@ export async function startBroker(config: BrokerConfig, options: StartOptions = 
     metrics,
     metricsPaths: ['/metrics', '/metrics/prometheus'],
     bodyLimit: LIMITS.bodyLimitBytes,
-    ...(options.fastify ? { fastify: options.fastify } : {}),
+    // A 512-character name is up to 4,608 characters percent-encoded in a path (default 100).
+    fastify: { maxParamLength: LIMITS.maxPathParamLength, ...options.fastify },
   });
   const { app, lifecycle } = kit;
   if (config.REDIS_URL) {

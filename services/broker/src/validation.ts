@@ -28,6 +28,8 @@ export const LIMITS = {
   /** Latest seek/subscription time: the last instant a JavaScript Date can hold. */
   maxTimestampMs: 8.64e15,
   bodyLimitBytes: 16 * 1024 * 1024,
+  /** A path parameter as sent: a maximal name, each UTF-16 unit as up to 9 characters (%XX×3). */
+  maxPathParamLength: 512 * 9,
 } as const;
 
 export type Json = Record<string, unknown>;

@@ -275,6 +275,19 @@ for (const backend of BACKENDS) {
       assert.equal(reply.body.requeued, 0);
     });
 
+    test('a queue named with the maximum 512 characters is poppable by path', async () => {
+      for (const unit of ['q', 'é', '\u4e2d']) {
+        const long = unit.repeat(512);
+        assert.equal((await api.push([{ queue: long, partition: long, payload: 1 }])).status, 201);
+        const popped = await api.popPartition(long, long);
+        assert.equal(popped.status, 200, JSON.stringify(popped.body));
+        assert.equal(popped.body.messages[0].queue, long);
+        const tooLong = await api.pop(`${long}x`);
+        assert.equal(tooLong.status, 400);
+        assert.match(tooLong.body.error, /queue must be at most 512/);
+      }
+    });
+
     test('a payload nested within the bound is stored and delivered unchanged', async () => {
       const own = queueName('nest');
       const payload = JSON.parse(nested(32));
