@@ -52,7 +52,7 @@ export async function startBroker(config: BrokerConfig, options: StartOptions = 
     metricsPaths: ['/metrics', '/metrics/prometheus'],
     bodyLimit: LIMITS.bodyLimitBytes,
     // A 512-character name is up to 4,608 characters percent-encoded in a path (default 100).
-    fastify: { maxParamLength: LIMITS.maxPathParamLength, ...options.fastify },
+    fastify: { routerOptions: { maxParamLength: LIMITS.maxPathParamLength }, ...options.fastify },
   });
   const { app, lifecycle } = kit;
   if (config.REDIS_URL) {
