@@ -20,7 +20,8 @@ export function depthExceededAt(text: string, max: number): number {
       inString = true;
     } else if (code === 0x5b /* [ */ || code === 0x7b /* { */) {
       if (++depth > max) return index;
-    } else if (code === 0x5d /* ] */ || code === 0x7d /* } */) {
+    } else if ((code === 0x5d /* ] */ || code === 0x7d) /* } */ && depth > 0) {
+      // Clamped: stray closers (malformed anyway) must not bank depth for later openers.
       depth--;
     }
   }
