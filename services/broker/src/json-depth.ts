@@ -8,19 +8,26 @@
  * Returns the first offset where the depth exceeds `max`, or -1 when it never does.
  * Malformed JSON is left for `JSON.parse` to report.
  */
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+const OPEN_ARRAY = 0x5b;
+const OPEN_OBJECT = 0x7b;
+const CLOSE_ARRAY = 0x5d;
+const CLOSE_OBJECT = 0x7d;
+
 export function depthExceededAt(text: string, max: number): number {
   let depth = 0;
   let inString = false;
   for (let index = 0; index < text.length; index++) {
     const code = text.charCodeAt(index);
     if (inString) {
-      if (code === 0x5c /* \ */) index++;
-      else if (code === 0x22 /* " */) inString = false;
-    } else if (code === 0x22) {
+      if (code === BACKSLASH) index++;
+      else if (code === QUOTE) inString = false;
+    } else if (code === QUOTE) {
       inString = true;
-    } else if (code === 0x5b /* [ */ || code === 0x7b /* { */) {
+    } else if (code === OPEN_ARRAY || code === OPEN_OBJECT) {
       if (++depth > max) return index;
-    } else if ((code === 0x5d /* ] */ || code === 0x7d) /* } */ && depth > 0) {
+    } else if ((code === CLOSE_ARRAY || code === CLOSE_OBJECT) && depth > 0) {
       // Clamped: stray closers (malformed anyway) must not bank depth for later openers.
       depth--;
     }
