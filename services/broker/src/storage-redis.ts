@@ -37,6 +37,7 @@ import {
   type TransactionOperation,
   type TransactionOutcome,
 } from './storage.js';
+import { RedisTraces } from './traces-redis.js';
 
 export interface RedisStorageOptions {
   readonly url: string;
@@ -48,9 +49,6 @@ export interface RedisStorageOptions {
 const encode = encodeURIComponent;
 const decode = decodeURIComponent;
 const STATS_SAMPLE = 50;
-const TRACE_TTL_SECONDS = 7 * 24 * 3600;
-/** Distinct trace names kept in the name index (the least used go first). */
-const TRACE_NAMES_KEPT = 10_000;
 /** Dead letters moved per requeue script run. */
 const REQUEUE_CHUNK = 1000;
 
@@ -119,6 +117,7 @@ export class RedisStorage implements BrokerStorage {
   private readonly knownQueues = new Set<string>();
   private readonly knownPartitions = new Map<string, [string, string]>();
   private flagCache: SystemFlags | undefined;
+  private readonly traces: RedisTraces;
 
   constructor(private readonly options: RedisStorageOptions) {
     this.prefix = options.prefix;
@@ -131,6 +130,7 @@ export class RedisStorage implements BrokerStorage {
     this.redis.on('error', () => undefined);
     this.subscriber.on('error', () => undefined);
     this.scripts = loadBrokerScripts();
+    this.traces = new RedisTraces(this.redis, (...parts) => this.key(...parts));
     this.subscriber.on('message', (channel: string, message: string) => {
       if (channel === this.key('control')) {
         this.flagCache = undefined;
@@ -706,59 +706,20 @@ export class RedisStorage implements BrokerStorage {
     return (await this.run<number>('deleteGroup', [`${base}cfg`], [base, encode(group)])) === 1;
   }
 
-  /**
-   * The entry is stored once, under its id; the per-message and per-name lists hold only the
-   * id, so a trace with N names costs its body once plus N small references.
-   */
-  async addTrace(trace: TraceInput): Promise<TraceEntry> {
-    const entry: TraceEntry = { ...trace, id: newId(), createdAt: new Date().toISOString() };
-    const messageKey = this.key('trace', trace.partitionId, trace.transactionId);
-    const namesKey = this.key('trace-names');
-    const pipeline = this.redis
-      .multi()
-      .set(this.key('trace-entry', entry.id), JSON.stringify(entry), 'EX', TRACE_TTL_SECONDS)
-      .rpush(messageKey, entry.id)
-      .ltrim(messageKey, -100, -1)
-      .expire(messageKey, TRACE_TTL_SECONDS);
-    for (const name of trace.traceNames) {
-      const nameKey = this.key('trace-name', name);
-      pipeline.rpush(nameKey, entry.id).ltrim(nameKey, -1000, -1).expire(nameKey, TRACE_TTL_SECONDS);
-      pipeline.zincrby(namesKey, 1, name);
-    }
-    // The name index keeps its most used names only: distinct names are client-chosen.
-    if (trace.traceNames.length > 0) pipeline.zremrangebyrank(namesKey, 0, -(TRACE_NAMES_KEPT + 1));
-    await pipeline.exec();
-    return entry;
+  addTrace(trace: TraceInput): Promise<TraceEntry> {
+    return this.traces.add(trace);
   }
 
-  /** Entries of a list of ids (older releases stored the entry text itself in the list). */
-  private async traceEntries(list: string[]): Promise<TraceEntry[]> {
-    const ids = list.filter((item) => !item.startsWith('{'));
-    const texts = ids.length === 0 ? [] : await this.redis.mget(ids.map((id) => this.key('trace-entry', id)));
-    const byId = new Map(ids.map((id, index) => [id, texts[index]]));
-    const entries: TraceEntry[] = [];
-    for (const item of list) {
-      const text = item.startsWith('{') ? item : byId.get(item);
-      if (text) entries.push(JSON.parse(text) as TraceEntry);
-    }
-    return entries;
+  tracesOf(partitionId: string, transactionId: string): Promise<TraceEntry[]> {
+    return this.traces.ofMessage(partitionId, transactionId);
   }
 
-  async tracesOf(partitionId: string, transactionId: string): Promise<TraceEntry[]> {
-    return this.traceEntries(await this.redis.lrange(this.key('trace', partitionId, transactionId), 0, -1));
+  tracesByName(name: string, limit: number): Promise<TraceEntry[]> {
+    return this.traces.byName(name, limit);
   }
 
-  async tracesByName(name: string, limit: number): Promise<TraceEntry[]> {
-    return this.traceEntries(await this.redis.lrange(this.key('trace-name', name), -limit, -1));
-  }
-
-  async traceNames(limit: number): Promise<{ name: string; count: number }[]> {
-    const flat = await this.redis.zrevrange(this.key('trace-names'), 0, limit - 1, 'WITHSCORES');
-    const out: { name: string; count: number }[] = [];
-    for (let index = 0; index + 1 < flat.length; index += 2) {
-      out.push({ name: flat[index] as string, count: Number(flat[index + 1]) });
-    }
-    return out;
+  traceNames(limit: number): Promise<{ name: string; count: number }[]> {
+    return this.traces.names(limit);
   }
 
   async flags(): Promise<SystemFlags> {
