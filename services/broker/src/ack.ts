@@ -1,7 +1,7 @@
 import type { BrokerContext } from './context.js';
 import { invalidRequest } from './errors.js';
 import { type AckInput, type AckResult, type AckStatus, QUEUE_MODE } from './storage.js';
-import { isObject, LIMITS, name, optionalName, optionalString } from './validation.js';
+import { isObject, LIMITS, list, name, optionalName, optionalString } from './validation.js';
 
 const STATUSES = new Set<AckStatus>(['completed', 'success', 'failed', 'retry', 'dlq']);
 
@@ -18,12 +18,12 @@ export function parseAckItem(raw: unknown, defaultGroup: string | undefined, whe
     throw invalidRequest(`${where}: status must be one of ${[...STATUSES].join(', ')}`);
   }
   return {
-    transactionId: raw.transactionId,
-    partitionId: raw.partitionId,
+    transactionId: name(raw.transactionId, `${where}.transactionId`),
+    partitionId: name(raw.partitionId, `${where}.partitionId`),
     status: status as AckStatus,
     group: defaultGroup ?? optionalName(raw.consumerGroup, `${where}.consumerGroup`) ?? QUEUE_MODE,
     leaseId: optionalString(raw.leaseId, `${where}.leaseId`),
-    error: optionalString(raw.error, `${where}.error`, 64 * 1024),
+    error: optionalString(raw.error, `${where}.error`, LIMITS.maxAckErrorLength),
   };
 }
 
@@ -36,14 +36,12 @@ export function parseBatchAckBody(body: unknown): AckInput[] {
   if (!isObject(body) || !Array.isArray(body.acknowledgments)) {
     throw invalidRequest('acknowledgments array is required');
   }
-  if (body.acknowledgments.length > LIMITS.maxAcks) {
-    throw invalidRequest(`acknowledgments must hold at most ${LIMITS.maxAcks} entries`);
-  }
+  const acknowledgments = list(body.acknowledgments, 'acknowledgments', LIMITS.maxAcks);
   const group =
     body.consumerGroup === undefined || body.consumerGroup === null
       ? undefined
       : name(body.consumerGroup, 'consumerGroup');
-  return body.acknowledgments.map((item, index) => parseAckItem(item, group, `acknowledgments[${index}]`));
+  return acknowledgments.map((item, index) => parseAckItem(item, group, `acknowledgments[${index}]`));
 }
 
 /** Per-item results (HTTP 200): a rejected ack is `success:false` with its reason, as in Queen. */

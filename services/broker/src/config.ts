@@ -16,6 +16,8 @@ export const brokerSpec = {
   BROKER_LEASE_SWEEP_INTERVAL: duration({ default: 1000, min: 50 }),
   BROKER_RETENTION_INTERVAL: duration({ default: 5000, min: 50 }),
   BROKER_STATS_INTERVAL: duration({ default: 5000, min: 50 }),
+  /** Queues with their own `queue` label in /metrics; the rest share `queue="__other__"`. */
+  BROKER_METRICS_MAX_QUEUES: integer({ default: 1000, min: 0, max: 100_000 }),
   ...brokerAuthSettings,
 } as const;
 

@@ -35,16 +35,6 @@ export interface Broker {
   exitOnSignals(): void;
 }
 
-/**
- * Longest path parameter the router accepts (fastify's default is 100, which answered 414 to a
- * pop by path of a queue name of 101..512 characters). A name or partition is at most
- * LIMITS.maxNameLength UTF-16 units, and one unit percent-encodes to at most 9 characters (a BMP
- * character is 3 UTF-8 bytes, `%XX` each; a surrogate pair is 4 bytes for 2 units), so this
- * covers every valid name however it is spelled. Longer names get 414; validation refuses a
- * decoded name over the limit with 400.
- */
-const MAX_PARAM_LENGTH = LIMITS.maxNameLength * 9;
-
 export interface StartOptions {
   /** Extra fastify options (tests pass `logger: false`). */
   readonly fastify?: Omit<FastifyServerOptions, 'https' | 'http2'>;
@@ -56,7 +46,7 @@ export interface StartOptions {
 export async function startBroker(config: BrokerConfig, options: StartOptions = {}): Promise<Broker> {
   const metrics = createMetrics({ defaultLabels: { service: 'broker' } });
   let storage: BrokerStorage | undefined;
-  const brokerMetrics = createBrokerMetrics(metrics, () => storage);
+  const brokerMetrics = createBrokerMetrics(metrics, () => storage, config.BROKER_METRICS_MAX_QUEUES);
   const kit = createServerKit({
     name: 'broker',
     config,
@@ -70,9 +60,10 @@ export async function startBroker(config: BrokerConfig, options: StartOptions = 
       requireDeclaredAccess(route);
       options.onRoute?.(route);
     },
+    // fastify's default of 100 answered 414 to a pop by path of a 101..512-character queue name.
     fastify: {
       ...options.fastify,
-      routerOptions: { maxParamLength: MAX_PARAM_LENGTH, ...options.fastify?.routerOptions },
+      routerOptions: { maxParamLength: LIMITS.maxPathParamLength, ...options.fastify?.routerOptions },
     },
   });
   const { app, lifecycle } = kit;

@@ -1,25 +1,78 @@
 import { Counter, Gauge, type Metrics } from '@herald/metrics';
-import type { BrokerStorage, QueueStats } from './storage.js';
+import type { AckStatus, BrokerStorage, QueueStats } from './storage.js';
+
+/** The label value shared by every queue past the cap (docs/broker.md "Metrics"). */
+export const OTHER_QUEUES = '__other__';
+
+/** `inc` as prom-client's, with the `queue` label passed through the cap. */
+export interface QueueCounter<L extends string> {
+  inc(labels: Record<L, string>, value?: number): void;
+}
 
 /** The broker's series (names fixed by docs/contracts.md). */
 export interface BrokerMetrics {
   readonly base: Metrics;
-  readonly pushed: Counter<'queue'>;
-  readonly popped: Counter<'queue'>;
-  readonly acked: Counter<'queue' | 'status'>;
+  readonly pushed: QueueCounter<'queue'>;
+  readonly popped: QueueCounter<'queue'>;
+  readonly acked: QueueCounter<'queue' | 'status'>;
   readonly transactions: Counter<'result'>;
-  readonly leaseExpiries: Counter<'queue'>;
+  readonly leaseExpiries: QueueCounter<'queue'>;
   readonly parkedLongPolls: Gauge;
   readonly authFailures: Counter<'reason'>;
+  /** Drops a deleted queue's series and frees its label for another queue. */
+  forgetQueue(queue: string): void;
+}
+
+const ACK_STATUSES: readonly AckStatus[] = ['completed', 'success', 'failed', 'retry', 'dlq'];
+
+/**
+ * Queue names come from clients: one push to 5,000 new queues would otherwise add 20,000
+ * series. The first `max` queues seen get their own label value; the rest share
+ * `__other__` until a labelled queue is deleted and frees its slot.
+ */
+export class QueueLabels {
+  private readonly labelled = new Set<string>();
+  constructor(private readonly max: number) {}
+
+  of(queue: string): string {
+    if (this.labelled.has(queue)) return queue;
+    if (this.labelled.size >= this.max || queue === OTHER_QUEUES) return OTHER_QUEUES;
+    this.labelled.add(queue);
+    return queue;
+  }
+
+  forget(queue: string): boolean {
+    return this.labelled.delete(queue);
+  }
+}
+
+function capped<L extends string>(counter: Counter<L>, labels: QueueLabels): QueueCounter<L> {
+  return {
+    inc: (values, value = 1) => {
+      const queue = labels.of((values as Record<string, string>).queue ?? '');
+      counter.inc({ ...values, queue } as Record<L, string>, value);
+    },
+  };
 }
 
 /**
  * Counters are per node (Prometheus sums them); the gauges per queue come from the stats
- * snapshot the maintenance job writes, read at scrape time, so every node reports the same.
+ * snapshot the maintenance job writes, read at scrape time, so every node reports the same
+ * (queues past the cap summed, or the maximum age, under `__other__`).
  */
-export function createBrokerMetrics(base: Metrics, storage: () => BrokerStorage | undefined): BrokerMetrics {
+export function createBrokerMetrics(
+  base: Metrics,
+  storage: () => BrokerStorage | undefined,
+  maxQueues: number,
+): BrokerMetrics {
   const registers = [base.registry];
-  const queueGauge = (name: string, help: string, pick: (stats: QueueStats) => number) =>
+  const labels = new QueueLabels(maxQueues);
+  const queueGauge = (
+    name: string,
+    help: string,
+    pick: (stats: QueueStats) => number,
+    combine: (a: number, b: number) => number = (a, b) => a + b,
+  ) =>
     new Gauge({
       name,
       help,
@@ -31,7 +84,13 @@ export function createBrokerMetrics(base: Metrics, storage: () => BrokerStorage 
           (await storage()
             ?.cachedStats()
             .catch(() => [])) ?? [];
-        for (const stats of snapshot) this.set({ queue: stats.queue }, pick(stats));
+        const values = new Map<string, number>();
+        for (const stats of snapshot) {
+          const label = labels.of(stats.queue);
+          const known = values.get(label);
+          values.set(label, known === undefined ? pick(stats) : combine(known, pick(stats)));
+        }
+        for (const [queue, value] of values) this.set({ queue }, value);
       },
     });
   queueGauge(
@@ -43,38 +102,43 @@ export function createBrokerMetrics(base: Metrics, storage: () => BrokerStorage 
     'herald_broker_oldest_pending_age_seconds',
     'Age of the oldest message not yet resolved, per queue (sampled over ready partitions).',
     (stats) => stats.oldestPendingAgeSeconds,
+    Math.max,
   );
   queueGauge('herald_broker_dlq_messages', 'Dead letters held per queue.', (stats) => stats.deadLetters);
+  const pushed = new Counter({
+    name: 'herald_broker_push_total',
+    help: 'Messages stored by push (duplicates excluded), per queue.',
+    labelNames: ['queue'],
+    registers,
+  });
+  const popped = new Counter({
+    name: 'herald_broker_pop_total',
+    help: 'Messages delivered by pop, per queue.',
+    labelNames: ['queue'],
+    registers,
+  });
+  const acked = new Counter({
+    name: 'herald_broker_ack_total',
+    help: 'Acknowledgements applied, per queue and status.',
+    labelNames: ['queue', 'status'],
+    registers,
+  });
+  const leaseExpiries = new Counter({
+    name: 'herald_broker_lease_expiries_total',
+    help: 'Leases expired by the sweep (on the node that ran it), per queue.',
+    labelNames: ['queue'],
+    registers,
+  });
   return {
     base,
-    pushed: new Counter({
-      name: 'herald_broker_push_total',
-      help: 'Messages stored by push (duplicates excluded), per queue.',
-      labelNames: ['queue'],
-      registers,
-    }),
-    popped: new Counter({
-      name: 'herald_broker_pop_total',
-      help: 'Messages delivered by pop, per queue.',
-      labelNames: ['queue'],
-      registers,
-    }),
-    acked: new Counter({
-      name: 'herald_broker_ack_total',
-      help: 'Acknowledgements applied, per queue and status.',
-      labelNames: ['queue', 'status'],
-      registers,
-    }),
+    pushed: capped(pushed, labels),
+    popped: capped(popped, labels),
+    acked: capped(acked, labels),
+    leaseExpiries: capped(leaseExpiries, labels),
     transactions: new Counter({
       name: 'herald_broker_transactions_total',
       help: 'Transactions by result (committed, rejected).',
       labelNames: ['result'],
-      registers,
-    }),
-    leaseExpiries: new Counter({
-      name: 'herald_broker_lease_expiries_total',
-      help: 'Leases expired by the sweep (on the node that ran it), per queue.',
-      labelNames: ['queue'],
       registers,
     }),
     parkedLongPolls: new Gauge({
@@ -88,5 +152,11 @@ export function createBrokerMetrics(base: Metrics, storage: () => BrokerStorage 
       labelNames: ['reason'],
       registers,
     }),
+    forgetQueue(queue) {
+      // `__other__` is never forgotten: it may count other live queues too.
+      if (!labels.forget(queue)) return;
+      for (const counter of [pushed, popped, leaseExpiries]) counter.remove({ queue });
+      for (const status of ACK_STATUSES) acked.remove({ queue, status });
+    },
   };
 }

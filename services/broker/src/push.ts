@@ -2,7 +2,7 @@ import type { BrokerContext } from './context.js';
 import { invalidRequest, maintenanceMode } from './errors.js';
 import { newId } from './identifiers.js';
 import { DEFAULT_PARTITION, type PushItem, type PushResult } from './storage.js';
-import { isObject, LIMITS, name, optionalString } from './validation.js';
+import { isObject, LIMITS, list, name, optionalString } from './validation.js';
 
 /**
  * One push item from the wire. `producerSub` comes from the verified token only: a
@@ -36,10 +36,9 @@ export function parsePushItem(raw: unknown, producerSub: string | undefined, whe
 
 export function parsePushBody(body: unknown, producerSub: string | undefined): PushItem[] {
   if (!isObject(body) || !Array.isArray(body.items)) throw invalidRequest('items array is required');
-  if (body.items.length > LIMITS.maxPushItems) {
-    throw invalidRequest(`items must hold at most ${LIMITS.maxPushItems} entries`);
-  }
-  return body.items.map((item, index) => parsePushItem(item, producerSub, `items[${index}]`));
+  return list(body.items, 'items', LIMITS.maxPushItems).map((item, index) =>
+    parsePushItem(item, producerSub, `items[${index}]`),
+  );
 }
 
 /** Stores items; resolves only after Redis acknowledged the write (the 201 promise). */

@@ -834,6 +834,8 @@ export class MemoryStorage implements BrokerStorage {
     if (!queue) return false;
     for (const partition of queue.partitions.values()) this.partitionIds.delete(partition.id);
     this.queues.delete(name);
+    // As the Redis backend drops its stats field: a deleted queue leaves the gauges at once.
+    this.statsSnapshot = this.statsSnapshot.filter((stats) => stats.queue !== name);
     return true;
   }
 
@@ -902,10 +904,13 @@ export class MemoryStorage implements BrokerStorage {
     if (!queue) return 0;
     const now = Date.now();
     let count = 0;
+    // One pass over the DLQ, not one search per id (10,000 ids × a long DLQ).
+    const letters = new Map(queue.deadLetters.map((letter) => [letter.dlqId, letter]));
+    const requeued = new Set<DeadLetter>();
     for (const dlqId of dlqIds) {
-      const position = queue.deadLetters.findIndex((letter) => letter.dlqId === dlqId);
-      if (position < 0) continue;
-      const [letter] = queue.deadLetters.splice(position, 1) as [DeadLetter];
+      const letter = letters.get(dlqId);
+      if (!letter || requeued.has(letter)) continue;
+      requeued.add(letter);
       const partition = this.partitionOf(queue, letter.partition);
       const old = partition.dedup.get(letter.transactionId);
       if (old) {
@@ -929,6 +934,7 @@ export class MemoryStorage implements BrokerStorage {
       queue.pushed--;
       count++;
     }
+    if (requeued.size > 0) queue.deadLetters = queue.deadLetters.filter((letter) => !requeued.has(letter));
     if (count > 0) this.notify([name]);
     return count;
   }
@@ -974,17 +980,11 @@ export class MemoryStorage implements BrokerStorage {
     return existed;
   }
 
+  /** Lists share the one entry object; with no TTL here, key counts are capped instead. */
   async addTrace(trace: TraceInput): Promise<TraceEntry> {
     const entry: TraceEntry = { ...trace, id: newId(), createdAt: new Date().toISOString() };
-    const key = `${trace.partitionId}\n${trace.transactionId}`;
-    const list = this.traces.get(key) ?? [];
-    list.push(entry);
-    this.traces.set(key, list.slice(-100));
-    for (const name of trace.traceNames) {
-      const named = this.tracesByNameMap.get(name) ?? [];
-      named.push(entry);
-      this.tracesByNameMap.set(name, named.slice(-1000));
-    }
+    appendCapped(this.traces, `${trace.partitionId}\n${trace.transactionId}`, entry, 100);
+    for (const name of trace.traceNames) appendCapped(this.tracesByNameMap, name, entry, 1000);
     return entry;
   }
 
@@ -1119,4 +1119,18 @@ export class MemoryStorage implements BrokerStorage {
   async cachedStats(): Promise<QueueStats[]> {
     return this.statsSnapshot;
   }
+}
+
+/** Distinct keys kept per trace index (oldest first out): the memory backend has no TTL. */
+const TRACE_KEYS_KEPT = 10_000;
+
+function appendCapped<T>(map: Map<string, T[]>, key: string, value: T, perKey: number): void {
+  const list = map.get(key);
+  if (list) {
+    list.push(value);
+    if (list.length > perKey) list.shift();
+    return;
+  }
+  if (map.size >= TRACE_KEYS_KEPT) map.delete(map.keys().next().value as string);
+  map.set(key, [value]);
 }

@@ -37,6 +37,7 @@ import {
   type TransactionOperation,
   type TransactionOutcome,
 } from './storage.js';
+import { RedisTraces } from './traces-redis.js';
 
 export interface RedisStorageOptions {
   readonly url: string;
@@ -48,7 +49,8 @@ export interface RedisStorageOptions {
 const encode = encodeURIComponent;
 const decode = decodeURIComponent;
 const STATS_SAMPLE = 50;
-const TRACE_TTL_SECONDS = 7 * 24 * 3600;
+/** Dead letters moved per requeue script run. */
+const REQUEUE_CHUNK = 1000;
 
 type Reply = string | number | null | Reply[];
 
@@ -115,6 +117,7 @@ export class RedisStorage implements BrokerStorage {
   private readonly knownQueues = new Set<string>();
   private readonly knownPartitions = new Map<string, [string, string]>();
   private flagCache: SystemFlags | undefined;
+  private readonly traces: RedisTraces;
 
   constructor(private readonly options: RedisStorageOptions) {
     this.prefix = options.prefix;
@@ -127,6 +130,7 @@ export class RedisStorage implements BrokerStorage {
     this.redis.on('error', () => undefined);
     this.subscriber.on('error', () => undefined);
     this.scripts = loadBrokerScripts();
+    this.traces = new RedisTraces(this.redis, (...parts) => this.key(...parts));
     this.subscriber.on('message', (channel: string, message: string) => {
       if (channel === this.key('control')) {
         this.flagCache = undefined;
@@ -665,9 +669,13 @@ export class RedisStorage implements BrokerStorage {
 
   async requeueDeadLetters(queue: string, dlqIds: string[]): Promise<number> {
     const base = this.base(queue);
-    const args: string[] = [base];
-    for (const id of dlqIds) args.push(id, newId());
-    const count = await this.run<number>('requeueDlq', [`${base}cfg`], args);
+    let count = 0;
+    // In chunks: each script run blocks Redis, so none moves more than REQUEUE_CHUNK letters.
+    for (let start = 0; start < dlqIds.length; start += REQUEUE_CHUNK) {
+      const args: string[] = [base];
+      for (const id of dlqIds.slice(start, start + REQUEUE_CHUNK)) args.push(id, newId());
+      count += await this.run<number>('requeueDlq', [`${base}cfg`], args);
+    }
     if (count > 0) this.notify([queue]);
     return count;
   }
@@ -698,38 +706,20 @@ export class RedisStorage implements BrokerStorage {
     return (await this.run<number>('deleteGroup', [`${base}cfg`], [base, encode(group)])) === 1;
   }
 
-  async addTrace(trace: TraceInput): Promise<TraceEntry> {
-    const entry: TraceEntry = { ...trace, id: newId(), createdAt: new Date().toISOString() };
-    const text = JSON.stringify(entry);
-    const messageKey = this.key('trace', trace.partitionId, trace.transactionId);
-    const pipeline = this.redis.multi().rpush(messageKey, text).ltrim(messageKey, -100, -1);
-    pipeline.expire(messageKey, TRACE_TTL_SECONDS);
-    for (const name of trace.traceNames) {
-      const nameKey = this.key('trace-name', name);
-      pipeline.rpush(nameKey, text).ltrim(nameKey, -1000, -1).expire(nameKey, TRACE_TTL_SECONDS);
-      pipeline.zincrby(this.key('trace-names'), 1, name);
-    }
-    await pipeline.exec();
-    return entry;
+  addTrace(trace: TraceInput): Promise<TraceEntry> {
+    return this.traces.add(trace);
   }
 
-  async tracesOf(partitionId: string, transactionId: string): Promise<TraceEntry[]> {
-    const list = await this.redis.lrange(this.key('trace', partitionId, transactionId), 0, -1);
-    return list.map((text) => JSON.parse(text) as TraceEntry);
+  tracesOf(partitionId: string, transactionId: string): Promise<TraceEntry[]> {
+    return this.traces.ofMessage(partitionId, transactionId);
   }
 
-  async tracesByName(name: string, limit: number): Promise<TraceEntry[]> {
-    const list = await this.redis.lrange(this.key('trace-name', name), -limit, -1);
-    return list.map((text) => JSON.parse(text) as TraceEntry);
+  tracesByName(name: string, limit: number): Promise<TraceEntry[]> {
+    return this.traces.byName(name, limit);
   }
 
-  async traceNames(limit: number): Promise<{ name: string; count: number }[]> {
-    const flat = await this.redis.zrevrange(this.key('trace-names'), 0, limit - 1, 'WITHSCORES');
-    const out: { name: string; count: number }[] = [];
-    for (let index = 0; index + 1 < flat.length; index += 2) {
-      out.push({ name: flat[index] as string, count: Number(flat[index + 1]) });
-    }
-    return out;
+  traceNames(limit: number): Promise<{ name: string; count: number }[]> {
+    return this.traces.names(limit);
   }
 
   async flags(): Promise<SystemFlags> {

@@ -4,7 +4,7 @@ import { invalidRequest, maintenanceMode } from './errors.js';
 import { newId } from './identifiers.js';
 import { parsePushItem } from './push.js';
 import type { TransactionOperation, TransactionOperationResult } from './storage.js';
-import { isObject, LIMITS } from './validation.js';
+import { isObject, LIMITS, list } from './validation.js';
 
 /**
  * `{operations:[{type:'ack', …} | {type:'push', items:[…]} | {type:'push', queue, …}]}`;
@@ -13,12 +13,20 @@ import { isObject, LIMITS } from './validation.js';
 export function parseTransactionBody(body: unknown, producerSub: string | undefined): TransactionOperation[] {
   if (!isObject(body) || !Array.isArray(body.operations))
     throw invalidRequest('operations array is required');
+  const max = LIMITS.maxTransactionOperations;
+  const tooMany = () => invalidRequest(`operations: a transaction holds at most ${max} operations`);
+  if (body.operations.length > max) throw tooMany();
   const operations: TransactionOperation[] = [];
   body.operations.forEach((raw, index) => {
     const where = `operations[${index}]`;
     if (!isObject(raw)) throw invalidRequest(`${where} must be an object`);
     if (raw.type === 'push') {
-      const items = Array.isArray(raw.items) ? raw.items : [raw];
+      const items =
+        raw.items === undefined || raw.items === null
+          ? [raw]
+          : list(raw.items, `${where}.items`, LIMITS.maxPushItems);
+      // Counted before parsing: a flattened total over the bound is refused without the work.
+      if (operations.length + items.length > max) throw tooMany();
       items.forEach((item, position) => {
         operations.push({
           type: 'push',
@@ -32,9 +40,6 @@ export function parseTransactionBody(body: unknown, producerSub: string | undefi
     }
   });
   if (operations.length === 0) throw invalidRequest('operations must not be empty');
-  if (operations.length > LIMITS.maxTransactionOperations) {
-    throw invalidRequest(`a transaction holds at most ${LIMITS.maxTransactionOperations} operations`);
-  }
   return operations;
 }
 

@@ -1,7 +1,12 @@
 import { invalidRequest } from './errors.js';
 
-/** Documented bounds (docs/broker.md). */
+/**
+ * Every bound on what a request may carry, in one place; docs/broker.md "Limits" lists each
+ * with its value. Lists are bounded so one request's work and storage stay linear in its size
+ * and small; strings so keys and log lines stay small.
+ */
 export const LIMITS = {
+  /** Queue, partition, group, transaction, trace, lease and worker ids, trace names. */
   maxNameLength: 512,
   maxPushItems: 10_000,
   maxPayloadBytes: 1024 * 1024,
@@ -9,9 +14,22 @@ export const LIMITS = {
   maxPartitionsPerPop: 1000,
   maxTimeoutMs: 600_000,
   maxAcks: 10_000,
+  /** After flattening: each item of a push operation counts as one operation. */
   maxTransactionOperations: 10_000,
   maxLeaseExtensionSeconds: 86_400,
+  /** The `error` text of an ack. */
+  maxAckErrorLength: 64 * 1024,
+  maxTraceNames: 100,
+  /** A trace's `data`, serialized. */
+  maxTraceDataBytes: 64 * 1024,
+  maxDlqIds: 10_000,
+  /** Arrays and objects inside one another, anywhere in a body (payloads included). */
+  maxJsonDepth: 100,
+  /** Latest seek/subscription time: the last instant a JavaScript Date can hold. */
+  maxTimestampMs: 8.64e15,
   bodyLimitBytes: 16 * 1024 * 1024,
+  /** A path parameter as sent: a maximal name, each UTF-16 unit as up to 9 characters (%XX×3). */
+  maxPathParamLength: 512 * 9,
 } as const;
 
 export type Json = Record<string, unknown>;
@@ -25,13 +43,31 @@ export function requireObject(value: unknown, what: string): Json {
   return value;
 }
 
+/**
+ * A lone UTF-16 surrogate: no UTF-8 spelling exists, so `encodeURIComponent` (Redis key names)
+ * throws and Redis would store U+FFFD instead. `String#isWellFormed` is Node 20's answer, but
+ * not in the ES2023 typings this repo compiles against.
+ */
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
+/** A string of at most `max` characters, refused when it cannot be spelled in UTF-8. */
+function boundedString(value: string, what: string, max: number): string {
+  if (value.length > max) throw invalidRequest(`${what} must be at most ${max} characters`);
+  if (LONE_SURROGATE.test(value)) throw invalidRequest(`${what} must be well-formed Unicode`);
+  return value;
+}
+
 /** A queue, partition or group name: a non-empty string of bounded length. */
 export function name(value: unknown, what: string): string {
   if (typeof value !== 'string') throw invalidRequest(`${what} must be a string`);
   if (value.length === 0) throw invalidRequest(`${what} must not be empty`);
-  if (value.length > LIMITS.maxNameLength) {
-    throw invalidRequest(`${what} must be at most ${LIMITS.maxNameLength} characters`);
-  }
+  return boundedString(value, what, LIMITS.maxNameLength);
+}
+
+/** An array of at most `max` entries. */
+export function list(value: unknown, what: string, max: number): unknown[] {
+  if (!Array.isArray(value)) throw invalidRequest(`${what} must be an array`);
+  if (value.length > max) throw invalidRequest(`${what} must hold at most ${max} entries`);
   return value;
 }
 
@@ -46,8 +82,7 @@ export function optionalString(
 ): string | null {
   if (value === undefined || value === null || value === '') return null;
   if (typeof value !== 'string') throw invalidRequest(`${what} must be a string`);
-  if (value.length > max) throw invalidRequest(`${what} must be at most ${max} characters`);
-  return value;
+  return boundedString(value, what, max);
 }
 
 /** An integer query/body value within bounds; undefined → fallback. */
@@ -67,8 +102,18 @@ export function booleanParam(value: unknown, what: string, fallback: boolean): b
   throw invalidRequest(`${what} must be true or false`);
 }
 
+/**
+ * A point in time, ISO 8601 text or epoch milliseconds, between 1970 and the last instant a
+ * Date holds: it becomes a Redis stream position (`<ms>-<seq>`), which must be a whole,
+ * non-negative millisecond count.
+ */
 export function timestamp(value: unknown, what: string): number {
   const ms = typeof value === 'number' ? value : typeof value === 'string' ? Date.parse(value) : Number.NaN;
   if (!Number.isFinite(ms)) throw invalidRequest(`${what} must be an ISO 8601 time`);
+  if (!Number.isInteger(ms) || ms < 0 || ms > LIMITS.maxTimestampMs) {
+    throw invalidRequest(
+      `${what} must be a whole number of milliseconds between 0 and ${LIMITS.maxTimestampMs} (1970 to 275760)`,
+    );
+  }
   return ms;
 }

@@ -15,12 +15,13 @@ export async function startTestBroker(backend: Backend, extra: Record<string, st
     BROKER_RETENTION_INTERVAL: '60000',
     BROKER_STATS_INTERVAL: '60000',
     SHUTDOWN_TIMEOUT: '2000',
-    ...extra,
   };
   if (backend === 'redis') {
     environment.REDIS_URL = await testRedisUrl();
     environment.BROKER_KEY_PREFIX = uniquePrefix('broker');
   }
+  // Last, so a test can pick its own key prefix (to measure what the broker stored).
+  Object.assign(environment, extra);
   return startBroker(parseEnv(brokerSpec, environment), { fastify: { logger: false } });
 }
 

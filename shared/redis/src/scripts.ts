@@ -67,11 +67,14 @@ export async function runScript<T = unknown>(
   args: readonly (string | number | Buffer)[],
 ): Promise<T> {
   checkKeys(script, keys);
+  // One array, not spread arguments: a script call can carry 100k+ arguments (a 10,000-item
+  // transaction), past what a function call's stack holds.
+  const flat = [keys.length, ...keys, ...args];
   try {
-    return (await redis.evalsha(script.sha, keys.length, ...keys, ...args)) as T;
+    return (await redis.call('evalsha', [script.sha, ...flat])) as T;
   } catch (error) {
     if (!isNoScript(error)) throw error;
-    return (await redis.eval(script.source, keys.length, ...keys, ...args)) as T;
+    return (await redis.call('eval', [script.source, ...flat])) as T;
   }
 }
 
@@ -83,5 +86,5 @@ export function pipelineScript(
   args: readonly (string | number | Buffer)[],
 ): ChainableCommander {
   checkKeys(script, keys);
-  return pipeline.evalsha(script.sha, keys.length, ...keys, ...args);
+  return pipeline.call('evalsha', [script.sha, keys.length, ...keys, ...args]);
 }

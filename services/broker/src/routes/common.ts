@@ -1,5 +1,7 @@
 import type { FastifyError, FastifyInstance, FastifyReply } from 'fastify';
 import { BrokerError } from '../errors.js';
+import { depthExceededAt } from '../json-depth.js';
+import { LIMITS } from '../validation.js';
 import { PUBLIC } from './access.js';
 
 const CORS_HEADERS = {
@@ -19,6 +21,17 @@ export function registerConventions(app: FastifyInstance): void {
   app.addContentTypeParser('*', { parseAs: 'string' }, (_request, body, done) => {
     const text = String(body);
     if (text.trim() === '') return done(null, undefined);
+    const deepAt = depthExceededAt(text, LIMITS.maxJsonDepth);
+    if (deepAt >= 0) {
+      return done(
+        new BrokerError(
+          'HERALD_BROKER_TOO_DEEP',
+          400,
+          `Body nests arrays/objects more than ${LIMITS.maxJsonDepth} deep (at offset ${deepAt})`,
+        ),
+        undefined,
+      );
+    }
     try {
       done(null, JSON.parse(text));
     } catch (error) {
@@ -49,7 +62,12 @@ export function registerConventions(app: FastifyInstance): void {
       /ECONNREFUSED|Connection is closed|ETIMEDOUT|LOADING|READONLY|MaxRetriesPerRequest/i.test(
         `${error.name} ${error.message}`,
       );
-    request.log.error({ err: error }, 'request failed');
+    // Name, message and stack only: ioredis errors carry the failed command, whose arguments
+    // are a whole Lua script (EVAL) or every payload of the request.
+    request.log.error(
+      { err: { type: error.name, message: error.message, stack: error.stack } },
+      'request failed',
+    );
     return reply
       .code(unreachable ? 503 : 500)
       .send({ error: unreachable ? `Storage unavailable: ${error.message}` : 'Internal server error' });

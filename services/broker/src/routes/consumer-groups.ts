@@ -62,24 +62,25 @@ export function registerConsumerGroupRoutes(app: FastifyInstance, context: Broke
   });
 
   app.delete<{ Params: { group: string } }>('/api/v1/consumer-groups/:group', ADMIN, async (request) => {
+    const group = name(request.params.group, 'group');
     const deletedFrom: string[] = [];
     for (const queue of await storage.listQueues()) {
-      if (await storage.deleteGroup(queue.name, request.params.group)) deletedFrom.push(queue.name);
+      if (await storage.deleteGroup(queue.name, group)) deletedFrom.push(queue.name);
     }
-    if (deletedFrom.length === 0) throw notFound(`Consumer group '${request.params.group}' not found`);
-    return { deleted: true, consumerGroup: request.params.group, queues: deletedFrom };
+    if (deletedFrom.length === 0) throw notFound(`Consumer group '${group}' not found`);
+    return { deleted: true, consumerGroup: group, queues: deletedFrom };
   });
 
   app.delete<{ Params: { group: string; queue: string } }>(
     '/api/v1/consumer-groups/:group/queues/:queue',
     ADMIN,
     async (request) => {
-      if (!(await storage.deleteGroup(request.params.queue, request.params.group))) {
-        throw notFound(
-          `Consumer group '${request.params.group}' not found on queue '${request.params.queue}'`,
-        );
+      const group = name(request.params.group, 'group');
+      const queue = name(request.params.queue, 'queue');
+      if (!(await storage.deleteGroup(queue, group))) {
+        throw notFound(`Consumer group '${group}' not found on queue '${queue}'`);
       }
-      return { deleted: true, consumerGroup: request.params.group, queue: request.params.queue };
+      return { deleted: true, consumerGroup: group, queue };
     },
   );
 
@@ -110,15 +111,12 @@ export function registerConsumerGroupRoutes(app: FastifyInstance, context: Broke
     '/api/v1/consumer-groups/:group/queues/:queue/seek',
     READ_WRITE,
     async (request) => {
-      if (!(await storage.getQueue(request.params.queue)))
-        throw notFound(`Queue '${request.params.queue}' not found`);
-      const partitions = await storage.seek(
-        request.params.queue,
-        request.params.group,
-        undefined,
-        parseSeek(request.body),
-      );
-      return { success: true, consumerGroup: request.params.group, queue: request.params.queue, partitions };
+      const group = name(request.params.group, 'group');
+      const queue = name(request.params.queue, 'queue');
+      const target = parseSeek(request.body);
+      if (!(await storage.getQueue(queue))) throw notFound(`Queue '${queue}' not found`);
+      const partitions = await storage.seek(queue, group, undefined, target);
+      return { success: true, consumerGroup: group, queue, partitions };
     },
   );
 
@@ -126,7 +124,9 @@ export function registerConsumerGroupRoutes(app: FastifyInstance, context: Broke
     '/api/v1/consumer-groups/:group/queues/:queue/partitions/:partition/seek',
     READ_WRITE,
     async (request) => {
-      const { group, queue, partition } = request.params;
+      const group = name(request.params.group, 'group');
+      const queue = name(request.params.queue, 'queue');
+      const partition = name(request.params.partition, 'partition');
       const partitions = await storage.seek(queue, group, partition, parseSeek(request.body));
       if (partitions === 0) throw notFound(`Partition '${partition}' of queue '${queue}' not found`);
       return { success: true, consumerGroup: group, queue, partition };

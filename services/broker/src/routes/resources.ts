@@ -2,11 +2,37 @@ import type { FastifyInstance } from 'fastify';
 import type { BrokerContext } from '../context.js';
 import { invalidRequest, notFound } from '../errors.js';
 import type { QueueStats } from '../storage.js';
-import { integer, isObject, name, optionalName } from '../validation.js';
+import { integer, isObject, LIMITS, list, name, optionalName } from '../validation.js';
 import { ADMIN, READ_ONLY, READ_WRITE } from './access.js';
 
 async function statsByQueue(context: BrokerContext): Promise<Map<string, QueueStats>> {
   return new Map((await context.storage.cachedStats()).map((stats) => [stats.queue, stats]));
+}
+
+/** A dead letter's id as both backends write it: a Redis stream id, `<ms>-<sequence>`. */
+const DEAD_LETTER_ID = /^\d{1,20}-\d{1,20}$/;
+
+/** `all:true` requeues at most this many pages of `maxDlqIds` letters (100,000). */
+const REQUEUE_ALL_PAGES = 10;
+
+/**
+ * `all:true`: page by page (each page leaves the DLQ, so the next starts at offset 0), never
+ * holding more than one page of letters; a page that requeues nothing ends it, and so does the
+ * page bound (consumers may dead-letter again meanwhile).
+ */
+async function requeueAll(context: BrokerContext, queue: string): Promise<number> {
+  let total = 0;
+  for (let pages = 0; pages < REQUEUE_ALL_PAGES; pages++) {
+    const page = await context.storage.listDeadLetters({ queue, limit: LIMITS.maxDlqIds, offset: 0 });
+    if (page.messages.length === 0) return total;
+    const requeued = await context.storage.requeueDeadLetters(
+      queue,
+      page.messages.map((letter) => letter.dlqId),
+    );
+    if (requeued === 0) return total;
+    total += requeued;
+  }
+  return total;
 }
 
 /** Read-only views (resources, messages, dead letters) and their admin/read-write deletes. */
@@ -35,17 +61,19 @@ export function registerResourceRoutes(app: FastifyInstance, context: BrokerCont
   });
 
   app.get<{ Params: { queue: string } }>('/api/v1/resources/queues/:queue', READ_ONLY, async (request) => {
-    const queue = await storage.getQueue(request.params.queue);
-    if (!queue) throw notFound(`Queue '${request.params.queue}' not found`);
+    const queueName = name(request.params.queue, 'queue');
+    const queue = await storage.getQueue(queueName);
+    if (!queue) throw notFound(`Queue '${queueName}' not found`);
     const stats = (await statsByQueue(context)).get(queue.name);
     return { ...queue, consumerGroups: await storage.groupsOf(queue.name), stats: stats ?? null };
   });
 
   app.delete<{ Params: { queue: string } }>('/api/v1/resources/queues/:queue', ADMIN, async (request) => {
-    if (!(await storage.deleteQueue(request.params.queue))) {
-      throw notFound(`Queue '${request.params.queue}' not found`);
-    }
-    return { deleted: true, queue: request.params.queue };
+    const queue = name(request.params.queue, 'queue');
+    // Its series go even when nothing was stored (a push refused as a whole still counted).
+    context.metrics.forgetQueue(queue);
+    if (!(await storage.deleteQueue(queue))) throw notFound(`Queue '${queue}' not found`);
+    return { deleted: true, queue };
   });
 
   app.get('/api/v1/resources/namespaces', READ_ONLY, async () => {
@@ -110,7 +138,10 @@ export function registerResourceRoutes(app: FastifyInstance, context: BrokerCont
     '/api/v1/messages/:partitionId/:transactionId',
     READ_ONLY,
     async (request) => {
-      const message = await storage.getMessage(request.params.partitionId, request.params.transactionId);
+      const message = await storage.getMessage(
+        name(request.params.partitionId, 'partitionId'),
+        name(request.params.transactionId, 'transactionId'),
+      );
       if (!message) throw notFound('Message not found');
       return message;
     },
@@ -120,7 +151,9 @@ export function registerResourceRoutes(app: FastifyInstance, context: BrokerCont
     '/api/v1/messages/:partitionId/:transactionId',
     READ_WRITE,
     async (request) => {
-      if (!(await storage.deleteMessage(request.params.partitionId, request.params.transactionId))) {
+      const partitionId = name(request.params.partitionId, 'partitionId');
+      const transactionId = name(request.params.transactionId, 'transactionId');
+      if (!(await storage.deleteMessage(partitionId, transactionId))) {
         throw notFound('Message not found');
       }
       return { deleted: true, ...request.params };
@@ -159,15 +192,14 @@ export function registerResourceRoutes(app: FastifyInstance, context: BrokerCont
     const body = request.body;
     if (!isObject(body)) throw invalidRequest('body must be a JSON object');
     const queue = name(body.queue, 'queue');
-    let ids: string[];
-    if (body.all === true) {
-      const page = await storage.listDeadLetters({ queue, limit: 100_000, offset: 0 });
-      ids = page.messages.map((letter) => letter.dlqId);
-    } else if (Array.isArray(body.dlqIds) && body.dlqIds.every((id) => typeof id === 'string')) {
-      ids = body.dlqIds as string[];
-    } else {
-      throw invalidRequest('dlqIds (array of strings) or all:true is required');
-    }
+    if (body.all === true) return { requeued: await requeueAll(context, queue), queue };
+    if (body.dlqIds === undefined) throw invalidRequest('dlqIds (array of strings) or all:true is required');
+    const ids = list(body.dlqIds, 'dlqIds', LIMITS.maxDlqIds).map((id, index) => {
+      if (typeof id !== 'string' || !DEAD_LETTER_ID.test(id)) {
+        throw invalidRequest(`dlqIds[${index}] must be a dead-letter id (<ms>-<sequence>)`);
+      }
+      return id;
+    });
     return { requeued: await storage.requeueDeadLetters(queue, ids), queue };
   });
 }

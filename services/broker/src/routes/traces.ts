@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { BrokerContext } from '../context.js';
 import { invalidRequest } from '../errors.js';
-import { integer, isObject, name, optionalString } from '../validation.js';
+import { integer, isObject, LIMITS, list, name, optionalString } from '../validation.js';
 import { READ_ONLY, READ_WRITE } from './access.js';
 
 /** Message traces: record (201) and read back by message or by trace name. */
@@ -13,15 +13,21 @@ export function registerTraceRoutes(app: FastifyInstance, context: BrokerContext
     if (!isObject(body)) throw invalidRequest('body must be a JSON object');
     const names: string[] = [];
     if (body.traceName !== undefined) names.push(name(body.traceName, 'traceName'));
-    if (Array.isArray(body.traceNames)) {
-      for (const [index, each] of body.traceNames.entries()) names.push(name(each, `traceNames[${index}]`));
+    if (body.traceNames !== undefined) {
+      // Each name costs an index entry in storage (the trace itself is stored once).
+      const more = list(body.traceNames, 'traceNames', LIMITS.maxTraceNames - names.length);
+      for (const [index, each] of more.entries()) names.push(name(each, `traceNames[${index}]`));
+    }
+    const data = body.data ?? null;
+    if (Buffer.byteLength(JSON.stringify(data)) > LIMITS.maxTraceDataBytes) {
+      throw invalidRequest(`data exceeds ${LIMITS.maxTraceDataBytes} bytes`);
     }
     const entry = await storage.addTrace({
       partitionId: name(body.partitionId, 'partitionId'),
       transactionId: name(body.transactionId, 'transactionId'),
-      traceNames: names,
+      traceNames: [...new Set(names)],
       eventType: optionalString(body.eventType, 'eventType') ?? 'info',
-      data: body.data ?? null,
+      data,
       consumerGroup: optionalString(body.consumerGroup, 'consumerGroup'),
       workerId: optionalString(body.workerId, 'workerId'),
     });
@@ -35,15 +41,19 @@ export function registerTraceRoutes(app: FastifyInstance, context: BrokerContext
 
   app.get<{ Params: { name: string } }>('/api/v1/traces/by-name/:name', READ_ONLY, async (request) => {
     const limit = integer((request.query as Record<string, unknown>).limit, 'limit', 100, 1, 1000);
-    const traces = await storage.tracesByName(request.params.name, limit);
-    return { traceName: request.params.name, traces, total: traces.length };
+    const traceName = name(request.params.name, 'name');
+    const traces = await storage.tracesByName(traceName, limit);
+    return { traceName, traces, total: traces.length };
   });
 
   app.get<{ Params: { partitionId: string; transactionId: string } }>(
     '/api/v1/traces/:partitionId/:transactionId',
     READ_ONLY,
     async (request) => ({
-      traces: await storage.tracesOf(request.params.partitionId, request.params.transactionId),
+      traces: await storage.tracesOf(
+        name(request.params.partitionId, 'partitionId'),
+        name(request.params.transactionId, 'transactionId'),
+      ),
     }),
   );
 }

@@ -1,0 +1,73 @@
+import type { Redis } from '@herald/redis';
+import { newId } from './identifiers.js';
+import type { TraceEntry, TraceInput } from './storage.js';
+
+const TRACE_TTL_SECONDS = 7 * 24 * 3600;
+/** Entries kept per message and per trace name (the oldest go first). */
+const PER_MESSAGE = 100;
+const PER_NAME = 1000;
+/** Distinct trace names kept in the name index (the least used go first). */
+const NAMES_KEPT = 10_000;
+
+/**
+ * Message traces in Redis (plain commands, global keys). An entry is stored once, under its
+ * id; the per-message and per-name lists hold only the id, so a trace with N names costs its
+ * body once plus N small references (docs/broker.md "Limits").
+ */
+export class RedisTraces {
+  constructor(
+    private readonly redis: Redis,
+    private readonly key: (...parts: string[]) => string,
+  ) {}
+
+  async add(trace: TraceInput): Promise<TraceEntry> {
+    const entry: TraceEntry = { ...trace, id: newId(), createdAt: new Date().toISOString() };
+    const messageKey = this.key('trace', trace.partitionId, trace.transactionId);
+    const namesKey = this.key('trace-names');
+    const pipeline = this.redis
+      .multi()
+      .set(this.key('trace-entry', entry.id), JSON.stringify(entry), 'EX', TRACE_TTL_SECONDS)
+      .rpush(messageKey, entry.id)
+      .ltrim(messageKey, -PER_MESSAGE, -1)
+      .expire(messageKey, TRACE_TTL_SECONDS);
+    for (const name of trace.traceNames) {
+      const nameKey = this.key('trace-name', name);
+      pipeline.rpush(nameKey, entry.id).ltrim(nameKey, -PER_NAME, -1).expire(nameKey, TRACE_TTL_SECONDS);
+      pipeline.zincrby(namesKey, 1, name);
+    }
+    // Distinct names are client-chosen: the index keeps the most used only.
+    if (trace.traceNames.length > 0) pipeline.zremrangebyrank(namesKey, 0, -(NAMES_KEPT + 1));
+    await pipeline.exec();
+    return entry;
+  }
+
+  async ofMessage(partitionId: string, transactionId: string): Promise<TraceEntry[]> {
+    return this.entries(await this.redis.lrange(this.key('trace', partitionId, transactionId), 0, -1));
+  }
+
+  async byName(name: string, limit: number): Promise<TraceEntry[]> {
+    return this.entries(await this.redis.lrange(this.key('trace-name', name), -limit, -1));
+  }
+
+  async names(limit: number): Promise<{ name: string; count: number }[]> {
+    const flat = await this.redis.zrevrange(this.key('trace-names'), 0, limit - 1, 'WITHSCORES');
+    const out: { name: string; count: number }[] = [];
+    for (let index = 0; index + 1 < flat.length; index += 2) {
+      out.push({ name: flat[index] as string, count: Number(flat[index + 1]) });
+    }
+    return out;
+  }
+
+  /** Entries of a list of ids (older releases stored the entry text itself in the list). */
+  private async entries(list: string[]): Promise<TraceEntry[]> {
+    const ids = list.filter((item) => !item.startsWith('{'));
+    const texts = ids.length === 0 ? [] : await this.redis.mget(ids.map((id) => this.key('trace-entry', id)));
+    const byId = new Map(ids.map((id, index) => [id, texts[index]]));
+    const entries: TraceEntry[] = [];
+    for (const item of list) {
+      const text = item.startsWith('{') ? item : byId.get(item);
+      if (text) entries.push(JSON.parse(text) as TraceEntry);
+    }
+    return entries;
+  }
+}

@@ -1,0 +1,91 @@
+/*
+ * Per-queue series are bounded (issue #8, defect 6): queue names come from clients, so past
+ * BROKER_METRICS_MAX_QUEUES they share `queue="__other__"`, and a deleted queue's series go.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { stopTestRedis } from '@herald/testkit';
+import type { Broker } from '../src/index.js';
+import { BACKENDS, client, queueName, startTestBroker } from './helpers.js';
+
+after(() => stopTestRedis());
+
+const CAP = 5;
+const EXTRA = 7;
+const PER_QUEUE = [
+  'herald_broker_push_total',
+  'herald_broker_pop_total',
+  'herald_broker_ack_total',
+  'herald_broker_pending_messages',
+  'herald_broker_dlq_messages',
+  'herald_broker_oldest_pending_age_seconds',
+];
+
+/** metric name → the `queue` label values of its series. */
+async function queueSeries(url: string): Promise<Map<string, string[]>> {
+  const text = await (await fetch(`${url}/metrics`)).text();
+  const series = new Map<string, string[]>(PER_QUEUE.map((name) => [name, []]));
+  for (const line of text.split('\n')) {
+    const match = /^(\w+)\{(.*)\} /.exec(line);
+    const queue = match && /(?:^|,)queue="([^"]*)"/.exec(match[2] as string);
+    if (match && queue) series.get(match[1] as string)?.push(queue[1] as string);
+  }
+  return series;
+}
+
+for (const backend of BACKENDS) {
+  describe(`broker metric cardinality (${backend})`, () => {
+    let broker: Broker;
+    let api: ReturnType<typeof client>;
+    before(async () => {
+      broker = await startTestBroker(backend, { BROKER_METRICS_MAX_QUEUES: String(CAP) });
+      api = client(broker.url);
+    });
+    after(() => broker.close());
+
+    test(`pushing to cap+${EXTRA} new queues keeps at most cap+1 series per metric; a deleted queue's series go`, async () => {
+      const queues = Array.from({ length: CAP + EXTRA }, () => queueName('card'));
+      assert.equal((await api.push(queues.map((queue) => ({ queue, payload: 1 })))).status, 201);
+      for (const queue of queues) {
+        const popped = await api.pop(queue);
+        assert.equal(popped.status, 200);
+        const [message] = popped.body.messages;
+        const acked = await api.ack({
+          transactionId: message.transactionId,
+          partitionId: message.partitionId,
+          leaseId: message.leaseId,
+        });
+        assert.equal(acked.status, 200);
+      }
+      // One more message each, left pending, so every queue has a non-zero gauge.
+      assert.equal((await api.push(queues.map((queue) => ({ queue, payload: 2 })))).status, 201);
+      assert.equal((await api.call('POST', '/api/v1/stats/refresh')).status, 200);
+
+      const before = await queueSeries(broker.url);
+      for (const [metric, labels] of before) {
+        const distinct = new Set(labels);
+        assert.ok(distinct.size <= CAP + 1, `${metric}: ${distinct.size} queue labels`);
+        assert.ok(distinct.has('__other__'), `${metric} has no __other__ series`);
+      }
+      const pushedLabels = new Set(before.get('herald_broker_push_total'));
+      const labelled = queues.filter((queue) => pushedLabels.has(queue));
+      assert.equal(labelled.length, CAP);
+
+      const victim = labelled[0] as string;
+      assert.equal(
+        (await api.call('DELETE', `/api/v1/resources/queues/${encodeURIComponent(victim)}`)).status,
+        200,
+      );
+      const afterDelete = await queueSeries(broker.url);
+      for (const [metric, labels] of afterDelete) {
+        assert.ok(!labels.includes(victim), `${metric} still has the deleted queue`);
+      }
+      // The freed slot goes to another queue; the bound still holds.
+      assert.equal((await api.push([{ queue: queueName('card'), payload: 1 }])).status, 201);
+      assert.equal((await api.call('POST', '/api/v1/stats/refresh')).status, 200);
+      for (const [metric, labels] of await queueSeries(broker.url)) {
+        assert.ok(new Set(labels).size <= CAP + 1, `${metric}: ${new Set(labels).size} queue labels`);
+      }
+    });
+  });
+}
