@@ -180,15 +180,15 @@ describe('claim grammars through the authenticator', () => {
     assert.equal(result.claims?.subscribe[0]?.selector.matches('https://example.com/books/1'), true);
   });
 
-  it('an unsupported matchType in a token → 501', async () => {
+  it('an unsupported matchType in a token → 401 invalid_claims (the 501 is for the query parameter)', async () => {
     const token = await sign(
       { mercure: { publish: [{ match: 'x', matchType: 'CEL' }] } },
       { alg: 'HS256', key: SECRET },
     );
     await rejectsWith(
       authenticatorFor(secrets).authenticate(request({ authorization: `Bearer ${token}` }), 'publisher'),
-      'unsupported_matcher',
-      501,
+      'invalid_claims',
+      401,
     );
   });
 });
