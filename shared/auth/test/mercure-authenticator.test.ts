@@ -311,7 +311,7 @@ describe('configuration errors at construction', () => {
     });
   }
 
-  it('without a subscriber key, boot warns and subscriber tokens fail with 500', async () => {
+  it('without a subscriber key, boot warns and subscriber tokens are refused with 401 (not a 5xx)', async () => {
     const logger = recordingLogger();
     const authenticator = authenticatorFor({ MERCURE_PUBLISHER_JWT_KEY: SECRET }, { logger });
     assert.ok(logger.messages('warn').some((message) => message.startsWith('no subscriber key configured')));
@@ -319,7 +319,7 @@ describe('configuration errors at construction', () => {
     await rejectsWith(
       authenticator.authenticate(request({ authorization: `Bearer ${token}` }), 'subscriber'),
       'key_not_configured',
-      500,
+      401,
     );
   });
 });
