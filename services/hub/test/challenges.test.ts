@@ -177,3 +177,20 @@ describe('the challenge names the configured hub URL, whatever Host the client s
     }
   });
 });
+
+describe('challenges are readable by cross-origin scripts', () => {
+  test('a CORS 401 exposes WWW-Authenticate', async () => {
+    const hub = await startTestHub('memory', { MERCURE_CORS_ORIGINS: 'https://app.example' });
+    try {
+      const response = await rawRequest(hub.origin, subscribe, {
+        headers: { ...SECURE, origin: 'https://app.example' },
+      });
+      assert.equal(response.status, 401);
+      assert.equal(response.headers['www-authenticate'], challenge(null));
+      assert.equal(response.headers['access-control-allow-origin'], 'https://app.example');
+      assert.match(String(response.headers['access-control-expose-headers']), /(^|, )WWW-Authenticate(,|$)/);
+    } finally {
+      await hub.close();
+    }
+  });
+});
