@@ -51,7 +51,12 @@ export const hubSpec = {
   MERCURE_DRAIN_WINDOW: duration({ default: 10_000 }),
   /** Redis key and channel prefix; all keys share one hash tag so scripts work on a cluster. */
   MERCURE_REDIS_PREFIX: string({ default: 'herald:hub:' }),
-  /** Public URL of the hub: base URL of URLPattern matchers (default: from each request's host). */
+  /**
+   * Public URL of the hub (`https://hub.example.com/.well-known/mercure`): base URL of relative
+   * URL patterns, the URL subscriptions API claims are checked against, the RFC 9728 resource and
+   * its metadata URL. Unset: the fixed `http://mercure.invalid/.well-known/mercure`, never a
+   * request's Host (docs/hub.md, "The hub's URL").
+   */
   MERCURE_PUBLIC_URL: url({ protocols: ['https:', 'http:'] }),
 };
 
