@@ -21,9 +21,8 @@ export class HubIdentity {
 
   constructor(publicUrl: URL | undefined) {
     this.configured = publicUrl !== undefined;
+    // config.ts guarantees a configured URL ends with the hub path and has no query or fragment.
     const hub = new URL(publicUrl?.href ?? FALLBACK_BASE_URL);
-    hub.hash = '';
-    hub.search = '';
     this.hubUrl = hub.href;
     const path = hub.pathname === '/' ? '' : hub.pathname.replace(/\/$/, '');
     this.resourceMetadataUrl = `${hub.origin}${RESOURCE_METADATA_PREFIX}${path}`;
