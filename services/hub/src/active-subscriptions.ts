@@ -67,19 +67,42 @@ export function subscriptionEvent(id: string, record: SubscriptionRecord, active
   };
 }
 
+interface SubscriptionsParams {
+  matchType?: string;
+  match?: string;
+  subscriber?: string;
+}
+
+/**
+ * The resource's canonical path, rebuilt from the matched route's parameters and encoded as the
+ * subscription topics are. Never the raw request target: with an absolute-form target
+ * (`GET https://tenant1.example.com/.well-known/mercure/subscriptions`) that is a URL the
+ * client chose, and a claim naming that host matched it (issue #8, defect 4).
+ */
+export function subscriptionsResourcePath({ matchType, match, subscriber }: SubscriptionsParams): string {
+  let path = SUBSCRIPTIONS_PATH;
+  for (const part of [matchType, match, subscriber]) {
+    if (part === undefined) break;
+    path += `/${encodeURIComponent(part)}`;
+  }
+  return path;
+}
+
 /**
  * GET /.well-known/mercure/subscriptions[/{matchType}[/{match}[/{subscriber}]]]: the cluster-wide
- * registry. Access needs a token whose `subscribe` claim matches the requested path.
+ * registry. Access needs a token whose `subscribe` claim matches the resource, named as the hub
+ * names it: its canonical path, or that path under the hub's own URL (MERCURE_PUBLIC_URL, else the
+ * fixed `http://mercure.invalid` base), never under a host the request names (docs/hub.md).
  */
 export async function handleSubscriptionsApi(
   hub: Hub,
-  request: FastifyRequest<{ Params: { matchType?: string; match?: string; subscriber?: string } }>,
+  request: FastifyRequest<{ Params: SubscriptionsParams }>,
   reply: FastifyReply,
 ): Promise<unknown> {
   const principal = await hub.authenticate(request, 'subscriber');
   if (!principal) throw unauthorized('Authentication required');
-  const path = request.url.split('?')[0] as string;
-  if (!hub.auth.canReceive(principal, [path]))
+  const path = subscriptionsResourcePath(request.params);
+  if (!hub.auth.canReceive(principal, [path, hub.identity.absolute(path)]))
     throw forbidden('The token does not allow this subscriptions resource');
 
   const { matchType, match, subscriber } = request.params;
@@ -114,7 +137,7 @@ export async function handleSubscriptionsApi(
   const etag = `"${createHash('sha1').update(body).digest('base64url')}"`;
   reply.header('content-type', 'application/ld+json');
   reply.header('etag', etag);
-  reply.header('link', `<${hub.hubUrl(request)}>; rel="mercure"`);
+  reply.header('link', `<${hub.identity.linkTarget}>; rel="mercure"`);
   if (request.headers['if-none-match'] === etag) return reply.code(304).send();
   return reply.send(body);
 }

@@ -11,6 +11,7 @@ import {
   url,
 } from '@herald/config';
 import { httpSettings } from '@herald/http';
+import { HUB_PATH } from './identity.js';
 
 /**
  * Every environment variable the hub reads (docs/hub.md lists them with their defaults).
@@ -51,7 +52,12 @@ export const hubSpec = {
   MERCURE_DRAIN_WINDOW: duration({ default: 10_000 }),
   /** Redis key and channel prefix; all keys share one hash tag so scripts work on a cluster. */
   MERCURE_REDIS_PREFIX: string({ default: 'herald:hub:' }),
-  /** Public URL of the hub: base URL of URLPattern matchers (default: from each request's host). */
+  /**
+   * Public URL of the hub (`https://hub.example.com/.well-known/mercure`): base URL of relative
+   * URL patterns, the URL subscriptions API claims are checked against, the RFC 9728 resource and
+   * its metadata URL. Unset: the fixed `http://mercure.invalid/.well-known/mercure`, never a
+   * request's Host (docs/hub.md, "The hub's URL").
+   */
   MERCURE_PUBLIC_URL: url({ protocols: ['https:', 'http:'] }),
 };
 
@@ -82,6 +88,15 @@ export function validateHubConfig(config: HubConfig): void {
   }
   if (wildcard && config.MERCURE_CORS_ORIGINS.length > 1) {
     throw new HubConfigError('MERCURE_CORS_ORIGINS', '`*` cannot be combined with explicit origins');
+  }
+  const publicUrl = config.MERCURE_PUBLIC_URL;
+  if (publicUrl && (!publicUrl.pathname.endsWith(HUB_PATH) || publicUrl.search || publicUrl.hash)) {
+    // It is the hub's identity (the RFC 9728 resource, the URL claims are checked against): an
+    // origin alone would name another resource, so say so at boot rather than guess.
+    throw new HubConfigError(
+      'MERCURE_PUBLIC_URL',
+      `must be the hub's full URL, ending with ${HUB_PATH} and without query or fragment (e.g. https://hub.example.com${HUB_PATH})`,
+    );
   }
 }
 

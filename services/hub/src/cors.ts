@@ -7,7 +7,12 @@ export interface CorsOptions {
   readonly credentials: boolean;
 }
 
-const EXPOSED = 'Last-Event-ID, Mercure-Last-Event-ID';
+/**
+ * Readable by scripts cross-origin: the resume cursor, the RFC 6750 challenge (a browser client
+ * learns from it why it was refused and where the resource metadata is), and the subscriptions
+ * API's `Link: rel="mercure"` (Mercure draft: a hub serving cross-origin clients exposes it).
+ */
+const EXPOSED = 'Last-Event-ID, Mercure-Last-Event-ID, WWW-Authenticate, Link';
 const ALLOWED_HEADERS = 'Authorization, Last-Event-ID, Cache-Control, Content-Type';
 
 /** CORS for the hub's routes (hub.md, CORS and cookies), with preflight answers. */

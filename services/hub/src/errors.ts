@@ -1,3 +1,5 @@
+import type { BearerErrorCode } from './challenge.js';
+
 /**
  * The hub's typed errors: a code and an HTTP status, mapped to the wire in one place (the error
  * handler in hub.ts). Messages are safe to show to clients: never key material or compiler output.
@@ -10,6 +12,11 @@ export class HubError extends Error {
     message: string,
     /** Label of `mercure_auth_failures_total{reason}` when this is an auth failure. */
     readonly authReason?: string,
+    /**
+     * The `WWW-Authenticate: Bearer` challenge this error carries (challenge.ts): `null` for the
+     * bare one, undefined for none.
+     */
+    readonly bearerError?: BearerErrorCode | null,
   ) {
     super(message);
   }
@@ -24,10 +31,24 @@ export const patternTooLong = (limit: number) =>
 export const unsupportedMatchType = () =>
   new HubError('HUB_ERR_UNSUPPORTED_MATCH_TYPE', 501, 'Unsupported matcher type');
 export const invalidField = (message: string) => new HubError('HUB_ERR_INVALID_FIELD', 400, message);
+/** A valid token that does not allow the operation (RFC 6750 `insufficient_scope`). */
 export const forbidden = (message = 'Forbidden', reason = 'forbidden') =>
-  new HubError('HUB_ERR_FORBIDDEN', 403, message, reason);
+  new HubError('HUB_ERR_FORBIDDEN', 403, message, reason, 'insufficient_scope');
+/** No credentials where some are required: the bare challenge (RFC 6750 §3.1, no error code). */
 export const unauthorized = (message = 'Unauthorized', reason = 'missing_token') =>
-  new HubError('HUB_ERR_UNAUTHORIZED', 401, message, reason);
+  new HubError('HUB_ERR_UNAUTHORIZED', 401, message, reason, null);
+/** A cookie-authenticated publish without Origin or Referer (CSRF rule): a malformed presentation. */
+export const originRequired = () =>
+  new HubError(
+    'HUB_ERR_ORIGIN_REQUIRED',
+    400,
+    'A cookie-authenticated publish request must carry an Origin or Referer header',
+    'csrf',
+    'invalid_request',
+  );
+/** A cookie-authenticated publish from an origin that may not publish with a cookie (CSRF rule). */
+export const originRefused = (message: string) =>
+  new HubError('HUB_ERR_ORIGIN_REFUSED', 403, message, 'csrf', 'insufficient_scope');
 export const draining = () =>
   new HubError('HUB_ERR_DRAINING', 503, 'This node is shutting down; retry elsewhere');
 export const backendUnavailable = () =>

@@ -12,11 +12,14 @@ import {
   subscriptionRecords,
 } from './active-subscriptions.js';
 import { HubAuthorization, type Principal, type TokenRole } from './authorization.js';
+import { bearerChallenge, bearerErrorOf } from './challenge.js';
 import { corsCredentials, type HubConfig } from './config.js';
 import { registerCors } from './cors.js';
 import { HubError } from './errors.js';
+import { HUB_PATH, HubIdentity, RESOURCE_METADATA_PATH } from './identity.js';
 import { createHubMetrics, type HubMetrics } from './metrics.js';
 import { authorizePublisher, handlePublish, PUBLISH_BODY_LIMIT } from './publish.js';
+import { handleResourceMetadata } from './resource-metadata.js';
 import { handleSubscribe } from './subscribe.js';
 import { type CloseReason, Subscriber, type TopicMatcher } from './subscriber.js';
 import { SubscriberIndex } from './subscriptions.js';
@@ -26,7 +29,7 @@ import { RedisTransport } from './transport-redis.js';
 import { registerDevUi } from './ui/routes.js';
 import type { StoredUpdate, Update } from './update.js';
 
-export const HUB_PATH = '/.well-known/mercure';
+export { HUB_PATH };
 
 export interface HubOptions {
   readonly config: HubConfig;
@@ -55,6 +58,8 @@ export class Hub {
   readonly metrics: HubMetrics;
   readonly transport: Transport;
   readonly auth: HubAuthorization;
+  /** The hub's URL and what derives from it; from configuration only, never from a request. */
+  readonly identity: HubIdentity;
   private heartbeatTimer: NodeJS.Timeout | undefined;
   private draining = false;
   private drained: Promise<void> | undefined;
@@ -68,6 +73,7 @@ export class Hub {
     options: Pick<HubOptions, 'probeInterval' | 'probeTimeout'>,
   ) {
     this.metrics = createHubMetrics(sharedMetrics, () => this.transport.historyLength());
+    this.identity = new HubIdentity(config.MERCURE_PUBLIC_URL);
     this.auth = new HubAuthorization(config, app.log, (reason) => this.metrics.authFailures.inc({ reason }));
     const log = (level: 'info' | 'warn' | 'error', message: string, details?: object) =>
       app.log[level](details ?? {}, message);
@@ -129,11 +135,6 @@ export class Hub {
     for (const subscriber of this.index.all()) {
       if (subscriber.lastWriteAt <= idleSince) subscriber.heartbeat();
     }
-  }
-
-  hubUrl(request: FastifyRequest): string {
-    if (this.config.MERCURE_PUBLIC_URL) return this.config.MERCURE_PUBLIC_URL.href;
-    return `${request.protocol}://${request.host}${HUB_PATH}`;
   }
 
   /**
@@ -307,6 +308,9 @@ export function createHub(options: HubOptions): HubServer {
       if (status >= 500 && status !== 501 && status !== 503)
         request.log.error({ err: error }, 'request failed');
       else request.log.info({ status, code: (error as { code?: string }).code }, error.message);
+      const bearerError = bearerErrorOf(error);
+      if (bearerError !== undefined)
+        reply.header('www-authenticate', bearerChallenge(bearerError, hub.identity.resourceMetadataUrl));
       const message =
         status >= 500 && status !== 501 && status !== 503 ? 'Internal Server Error' : error.message;
       return reply.code(status).type('text/plain; charset=utf-8').send(message);
@@ -323,6 +327,7 @@ export function createHub(options: HubOptions): HubServer {
     (_request, body, done) => done(null, body),
   );
   app.get(HUB_PATH, (request, reply) => handleSubscribe(hub, request, reply));
+  app.get(RESOURCE_METADATA_PATH, (_request, reply) => handleResourceMetadata(hub, reply));
   app.post(HUB_PATH, { onRequest: (request) => authorizePublisher(hub, request) }, (request, reply) =>
     handlePublish(hub, request, reply),
   );

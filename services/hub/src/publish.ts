@@ -1,7 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { v7 as uuidv7 } from 'uuid';
 import type { Principal } from './authorization.js';
-import { forbidden, invalidField, unauthorized } from './errors.js';
+import { forbidden, invalidField, originRefused, originRequired, unauthorized } from './errors.js';
 import type { Hub } from './hub.js';
 import type { Update } from './update.js';
 
@@ -9,8 +9,13 @@ import type { Update } from './update.js';
 export const PUBLISH_BODY_LIMIT = 1024 * 1024;
 export const MAX_TOPICS = 1000;
 
-// biome-ignore lint/suspicious/noControlCharactersInRegex: finding control characters is the point (hub.md: 400)
-const CONTROL_CHARACTERS = /[\u0000-\u001f\u007f]/;
+/**
+ * C0, DEL and C1 controls: the set refused in subscribe patterns and claims (Mercure draft §2),
+ * so a topic that could never be matched is never stored (hub.md: 400). U+0085 (NEL) is a line
+ * break to some parsers, and a CR/LF in an id would split the SSE `id:` line.
+ */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: finding control characters is the point
+const CONTROL_CHARACTERS = /[\u0000-\u001f\u007f-\u009f]/;
 const RESERVED_PATH = '/.well-known/mercure';
 const publishers = new WeakMap<FastifyRequest, Principal>();
 
@@ -29,21 +34,31 @@ export async function authorizePublisher(hub: Hub, request: FastifyRequest): Pro
   publishers.set(request, principal);
 }
 
+/**
+ * The origin a cookie-authenticated publish came from. An Origin header, when present, is the
+ * answer, even `null`: browsers send `null` for sandboxed frames, `data:` and `file:` documents
+ * and some cross-origin redirects, exactly the contexts a CSRF attacker can create, and such a
+ * request usually carries a Referer naming an allowed page (issue #8). Referer is read only when
+ * no Origin was sent at all (older browsers on same-origin POSTs).
+ */
 function requestOrigin(request: FastifyRequest): string | undefined {
   const origin = request.headers.origin;
-  if (typeof origin === 'string' && origin !== '' && origin !== 'null') return origin;
+  if (origin !== undefined) return origin;
   const referer = request.headers.referer;
+  // An opaque Referer origin (`data:`, …) serialises as "null" and is refused like Origin: null.
   if (typeof referer === 'string' && URL.canParse(referer)) return new URL(referer).origin;
   return undefined;
 }
 
 function checkPublishOrigin(allowed: readonly string[], request: FastifyRequest): void {
   const origin = requestOrigin(request);
-  if (!origin) {
-    throw invalidField('A cookie-authenticated publish request must carry an Origin or Referer header');
+  if (origin === undefined) throw originRequired();
+  if (origin === 'null' || origin === '') {
+    // Even with `*`: an opaque origin cannot be allowed, it is not anyone's in particular.
+    throw originRefused('A cookie-authenticated publish from an opaque origin (Origin: null) is refused');
   }
   if (!allowed.includes('*') && !allowed.includes(origin)) {
-    throw forbidden(`Origin ${origin} is not allowed to publish with a cookie (MERCURE_PUBLISH_ORIGINS)`);
+    throw originRefused(`This origin is not allowed to publish with a cookie (MERCURE_PUBLISH_ORIGINS)`);
   }
 }
 

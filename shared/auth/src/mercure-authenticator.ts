@@ -88,7 +88,7 @@ export function createMercureAuthenticator(
   if (!subscriberKeys) {
     logger.warn(
       {},
-      'no subscriber key configured (MERCURE_SUBSCRIBER_JWT_KEY / MERCURE_SUBSCRIBER_JWKS_URL): requests carrying a subscriber token will fail with 500',
+      'no subscriber key configured (MERCURE_SUBSCRIBER_JWT_KEY / MERCURE_SUBSCRIBER_JWKS_URL): requests carrying a subscriber token are refused with 401',
     );
   }
   if (legacy) {
@@ -159,7 +159,11 @@ export function createMercureAuthenticator(
       const extracted = extractMercureToken(request, cookieName);
       if (!extracted) return {};
       const verifier = verifiers[role];
-      if (!verifier) throw new AuthError('key_not_configured');
+      // A token no configured key can verify is a bad token for this hub (401), not a server
+      // fault: the client sent it, and a 5xx would page the operator for every such request
+      // (issue #8: never a 5xx for client input). The boot warning above names the setting.
+      if (!verifier)
+        throw new AuthError('key_not_configured', 'No key is configured to verify this token', 401);
       const verified = await verifier.verify(extracted.token);
       let claims = claimsByToken.get(verified);
       if (!claims) {

@@ -100,9 +100,10 @@ const BEARER = /^Bearer +([^\s]+) *$/i;
 
 /**
  * The winning token and its source, or undefined when the request carries none (anonymous).
- * Throws AuthError `malformed_token` when the winning source is present but unusable: an
- * Authorization header that is not `Bearer <token>`, or a repeated or empty query parameter.
- * The token itself is not validated here.
+ * Throws AuthError `malformed_token` with status 400 when the winning source is present but
+ * unusable: an Authorization header that is not `Bearer <token>`, or a repeated or empty query
+ * parameter. That is a malformed request rather than a bad token (RFC 6750 §3.1
+ * `invalid_request`; Mercure draft, error responses). The token itself is not validated here.
  */
 export function extractMercureToken(
   carrier: TokenCarrier,
@@ -112,7 +113,7 @@ export function extractMercureToken(
   if (header !== undefined) {
     const match = typeof header === 'string' ? BEARER.exec(header) : null;
     if (!match?.[1]) {
-      throw new AuthError('malformed_token', 'The Authorization header must be "Bearer <token>"');
+      throw new AuthError('malformed_token', 'The Authorization header must be "Bearer <token>"', 400);
     }
     return { token: match[1], source: 'header' };
   }
@@ -122,6 +123,7 @@ export function extractMercureToken(
       throw new AuthError(
         'malformed_token',
         'The authorization query parameter must appear once, with a token',
+        400,
       );
     }
     return { token: query, source: 'query' };

@@ -180,15 +180,15 @@ describe('claim grammars through the authenticator', () => {
     assert.equal(result.claims?.subscribe[0]?.selector.matches('https://example.com/books/1'), true);
   });
 
-  it('an unsupported matchType in a token → 501', async () => {
+  it('an unsupported matchType in a token → 401 invalid_claims (the 501 is for the query parameter)', async () => {
     const token = await sign(
       { mercure: { publish: [{ match: 'x', matchType: 'CEL' }] } },
       { alg: 'HS256', key: SECRET },
     );
     await rejectsWith(
       authenticatorFor(secrets).authenticate(request({ authorization: `Bearer ${token}` }), 'publisher'),
-      'unsupported_matcher',
-      501,
+      'invalid_claims',
+      401,
     );
   });
 });
@@ -311,7 +311,7 @@ describe('configuration errors at construction', () => {
     });
   }
 
-  it('without a subscriber key, boot warns and subscriber tokens fail with 500', async () => {
+  it('without a subscriber key, boot warns and subscriber tokens are refused with 401 (not a 5xx)', async () => {
     const logger = recordingLogger();
     const authenticator = authenticatorFor({ MERCURE_PUBLISHER_JWT_KEY: SECRET }, { logger });
     assert.ok(logger.messages('warn').some((message) => message.startsWith('no subscriber key configured')));
@@ -319,7 +319,7 @@ describe('configuration errors at construction', () => {
     await rejectsWith(
       authenticator.authenticate(request({ authorization: `Bearer ${token}` }), 'subscriber'),
       'key_not_configured',
-      500,
+      401,
     );
   });
 });

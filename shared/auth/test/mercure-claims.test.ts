@@ -143,12 +143,12 @@ describe('malformed mercure claims', () => {
       'invalid_claims',
       401,
     ],
-    [
-      'unsupported matchType stays 501',
-      { mercure: { subscribe: [{ match: 'a', matchType: 'CEL' }] } },
-      'unsupported_matcher',
-      501,
-    ],
+    // Issue #8: an unknown matchType in a token is a bad token (401), as in authorization_details;
+    // the 501 belongs to the subscribe query parameter only.
+    ['unknown matchType in subscribe', { mercure: { subscribe: [{ match: 'a', matchType: 'CEL' }] } }, 'invalid_claims', 401],
+    ['unknown matchType in publish', { mercure: { publish: [{ match: 'a', matchType: 'Glob' }] } }, 'invalid_claims', 401],
+    ['unknown matchType after valid entries', { mercure: { subscribe: [{ match: 'a' }, { match: 'b', matchType: 'regex' }] } }, 'invalid_claims', 401],
+    ['matchType spelled as a query suffix', { mercure: { subscribe: [{ match: 'a', matchType: 'matchExact' }] } }, 'invalid_claims', 401],
     [
       'too many selectors',
       { mercure: { subscribe: Array.from({ length: MAX_SELECTORS_PER_TOKEN + 1 }, (_, i) => ({ match: `t${i}` })) } },
@@ -159,6 +159,29 @@ describe('malformed mercure claims', () => {
   for (const [name, payload, reason, status] of cases) {
     it(`${name} → ${status} ${reason}`, () => {
       throwsWith(() => parse(payload), reason, status);
+    });
+  }
+});
+
+describe('matchType in a token', () => {
+  // The wildcard is resolved before the type (Mercure draft), so `*` grants everything even
+  // under a type the hub does not know; any other pattern under such a type is a bad token.
+  it('`*` with an unknown matchType is still the wildcard', () => {
+    const claims = parse({ mercure: { subscribe: [{ match: '*', matchType: 'CEL' }] } });
+    assert.equal(claims.subscribe[0]?.selector.isWildcard, true);
+  });
+
+  // [matchType, accepted]
+  // biome-ignore format: a table, one case per line
+  const types: readonly (readonly [string | null, boolean])[] = [
+    [null, true], ['', true], ['exact', true], ['URLPATTERN', true], ['regexp', true], ['UriTemplate', true],
+    ['CEL', false], ['glob', false], ['matchExact', false], ['Exact ', false], ['url-pattern', false],
+  ];
+  for (const [matchType, accepted] of types) {
+    it(`matchType ${JSON.stringify(matchType)} → ${accepted ? 'accepted' : '401 invalid_claims'}`, () => {
+      const payload = { mercure: { subscribe: [{ match: '/books/1', matchType }] } };
+      if (accepted) assert.equal(parse(payload).subscribe.length, 1);
+      else throwsWith(() => parse(payload), 'invalid_claims', 401);
     });
   }
 });

@@ -76,8 +76,8 @@ describe('a present but unusable winning source is an error, not a fall-through'
     ['an empty query parameter', { headers: {}, query: { authorization: '' }, cookies: { mercureAuthorization: 'C' } }],
   ];
   for (const [name, carrier] of cases) {
-    it(`${name} → 401 malformed_token`, () => {
-      throwsWith(() => extractMercureToken(carrier), 'malformed_token', 401);
+    it(`${name} → 400 malformed_token (RFC 6750 invalid_request)`, () => {
+      throwsWith(() => extractMercureToken(carrier), 'malformed_token', 400);
     });
   }
 });
