@@ -296,6 +296,7 @@ test("values map onto the services' variables; no unknown MERCURE_/JWT_ name is 
   assert.equal(broker.get('JWT_ROLES_ARRAY_CLAIM')?.value, 'roles');
   assert.equal(broker.get('JWT_ISSUER')?.value, 'https://auth.example.com/');
   assert.equal(broker.get('DEFAULT_TIMEOUT')?.value, '30000');
+  assert.equal(broker.get('BROKER_METRICS_MAX_QUEUES')?.value, '2000');
 });
 
 test('restricted security context, read-only root with an emptyDir /tmp, no API token', () => {

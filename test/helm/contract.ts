@@ -95,5 +95,6 @@ export const serviceEnvNames = {
     'JWT_SKIP_PATHS',
     'DEFAULT_BATCH_SIZE',
     'DEFAULT_TIMEOUT',
+    'BROKER_METRICS_MAX_QUEUES',
   ],
 } as const;

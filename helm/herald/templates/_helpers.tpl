@@ -281,4 +281,5 @@ environment variable → value when the chart creates the Secret. Returned as YA
 {{- include "herald.envVar" (list "JWT_SKIP_PATHS" (join "," $auth.skipPaths)) }}
 {{- include "herald.envVar" (list "DEFAULT_BATCH_SIZE" .values.defaultBatchSize) }}
 {{- include "herald.envVar" (list "DEFAULT_TIMEOUT" .values.defaultTimeout) }}
+{{- include "herald.envVar" (list "BROKER_METRICS_MAX_QUEUES" .values.metricsMaxQueues) }}
 {{- end -}}
