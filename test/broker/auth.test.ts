@@ -126,6 +126,7 @@ test('errors are {"error":…} JSON with a Bearer challenge; alg none and a wron
     );
     assert.equal(refused.status, code, path);
     assert.equal(refused.headers.get('www-authenticate'), challenge, `${path} ${code}`);
+    assert.equal(refused.headers.get('access-control-expose-headers'), 'WWW-Authenticate');
     assert.equal(typeof ((await refused.json()) as { error: unknown }).error, 'string');
   }
   const reply = await fetch(`${broker.url}/api/v1/status`, { headers: { authorization: bare } });

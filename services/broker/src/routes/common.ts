@@ -9,6 +9,8 @@ const CORS_HEADERS = {
   'access-control-allow-methods': 'GET, POST, PUT, DELETE, OPTIONS',
   'access-control-allow-headers': 'Content-Type, Authorization, X-Request-Id',
   'access-control-max-age': '86400',
+  // A browser client (the console) must be able to read the RFC 6750 challenge of a 401/403.
+  'access-control-expose-headers': 'WWW-Authenticate',
 };
 
 /**
