@@ -46,3 +46,15 @@ export function redactUrl(url: string): string {
   });
   return `${url.slice(0, question + 1)}${redacted}`;
 }
+
+/** A run of URL-ish text holding a query: no whitespace, no quote (log lines are JSON). */
+const URL_WITH_QUERY = /[^\s"'<>`]*\?[^\s"'<>`]*/g;
+
+/**
+ * Free text (a whole log line) with every embedded URL's credentials redacted: fastify writes
+ * raw request URLs into messages of its own ("Route GET:/x?authorization=… not found",
+ * FST_ERR_REP_ALREADY_SENT), which no serializer sees.
+ */
+export function redactText(text: string): string {
+  return text.includes('?') ? text.replace(URL_WITH_QUERY, (run) => redactUrl(run)) : text;
+}

@@ -5,7 +5,7 @@ import type { Metrics } from '@herald/metrics';
 import { metricsPlugin } from '@herald/metrics';
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import { Lifecycle } from './lifecycle.js';
-import { redactUrl } from './redact.js';
+import { redactText, redactUrl } from './redact.js';
 import type { HttpConfig } from './settings.js';
 
 export interface ServerKitOptions {
@@ -71,6 +71,8 @@ export function createServerKit(options: ServerKitOptions): ServerKit {
       // Defence in depth (issue #8): the req serializer below logs no header, but a log call
       // that passes headers or a raw request must not leak the bearer token or the Mercure cookie.
       redact: { paths: LOGGED_SECRETS, censor: '[REDACTED]' },
+      // The last word on every line, serializers or not: fastify puts raw URLs in messages.
+      hooks: { streamWrite: redactText },
       serializers: {
         req: (request) => ({
           method: request.method,

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { redactUrl } from '../src/index.js';
+import { redactText, redactUrl } from '../src/index.js';
 
 const JWT = 'eyJhbGciOiJIUzI1NiJ9.eyJtZXJjdXJlIjp7fX0.c2lnbmF0dXJl';
 
@@ -66,4 +66,20 @@ test('no query parameter that URLSearchParams reads as a token name survives red
     const parsed = new URLSearchParams(redacted.slice(redacted.indexOf('?') + 1));
     for (const [key, value] of parsed) assert.ok(value !== JWT, `${key} kept the token`);
   }
+});
+
+test('URLs embedded in log text lose their credentials, the rest of the line stays', () => {
+  const cases: [string, string][] = [
+    [
+      `Route GET:/nowhere?authorization=${JWT} not found`,
+      'Route GET:/nowhere?authorization=[REDACTED] not found',
+    ],
+    [
+      `{"msg":"Route GET:/x?a=1&access%5Ftoken=${JWT} not found","q":"?"}`,
+      '{"msg":"Route GET:/x?a=1&access%5Ftoken=[REDACTED] not found","q":"?"}',
+    ],
+    ['{"msg":"is it? yes","topic":"a?b=c"}', '{"msg":"is it? yes","topic":"a?b=c"}'],
+    ['no query here', 'no query here'],
+  ];
+  for (const [text, expected] of cases) assert.equal(redactText(text), expected, text);
 });
