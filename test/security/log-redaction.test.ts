@@ -12,7 +12,7 @@ import {
   startNode,
   subscriberToken,
 } from './nodes.js';
-import { rawRequest } from './raw-http.js';
+import { type RawRequest, rawRequest } from './raw-http.js';
 
 const SECURE = { 'x-forwarded-proto': 'https' };
 const HUB = '/.well-known/mercure';
@@ -56,7 +56,7 @@ after(async () => {
   await Promise.all([hub?.stop(), broker?.stop()]);
 });
 
-function hubRequests(token: string) {
+function hubRequests(token: string): RawRequest[] {
   const form = `topic=${encodeURIComponent('https://example.com/a')}&data=x`;
   const formHeaders = { ...SECURE, 'content-type': 'application/x-www-form-urlencoded' };
   return [
@@ -117,7 +117,7 @@ function hubRequests(token: string) {
   ];
 }
 
-function brokerRequests(token: string) {
+function brokerRequests(token: string): RawRequest[] {
   const json = { 'content-type': 'application/json' };
   const bearer = { authorization: `Bearer ${token}` };
   const push = JSON.stringify({ items: [{ queue: 'redaction', payload: { a: 1 } }] });
@@ -153,7 +153,7 @@ function brokerRequests(token: string) {
   ];
 }
 
-async function sendAll(node: ServiceNode, requests: ReturnType<typeof hubRequests>): Promise<number[]> {
+async function sendAll(node: ServiceNode, requests: readonly RawRequest[]): Promise<number[]> {
   const statuses: number[] = [];
   for (const request of requests) statuses.push((await rawRequest(node.port, request)).status);
   return statuses;

@@ -45,6 +45,26 @@ function dechunk(raw: Buffer): Buffer | undefined {
   }
 }
 
+/** The body once complete (an event stream counts as complete at its head), else undefined. */
+function completeBody(
+  method: string,
+  head: { status: number; headers: Record<string, string> },
+  rest: Buffer,
+  ended: boolean,
+): string | undefined {
+  if ((head.headers['content-type'] ?? '').startsWith('text/event-stream')) return '';
+  const length = head.headers['content-length'];
+  if (length !== undefined) {
+    if (rest.length >= Number(length)) return rest.subarray(0, Number(length)).toString();
+  } else if (/chunked/i.test(head.headers['transfer-encoding'] ?? '')) {
+    const decoded = dechunk(rest);
+    if (decoded) return decoded.toString();
+  } else if (method === 'HEAD' || head.status === 204 || head.status === 304) {
+    return '';
+  }
+  return ended ? rest.toString() : undefined;
+}
+
 /**
  * One HTTP/1.1 request over a fresh TCP connection, written verbatim (fetch and node:http
  * normalise or refuse the targets these tests need). An event stream resolves once its head
@@ -101,19 +121,8 @@ export function rawRequest(port: number, request: RawRequest, timeoutMs = 15_000
         tryParse(ended);
         return;
       }
-      const rest = received.subarray(headEnd + 4);
-      const done = (text: string) => finish(undefined, { ...parsed, body: text });
-      if ((parsed.headers['content-type'] ?? '').startsWith('text/event-stream')) return done('');
-      const length = parsed.headers['content-length'];
-      if (length !== undefined) {
-        if (rest.length >= Number(length)) return done(rest.subarray(0, Number(length)).toString());
-      } else if (/chunked/i.test(parsed.headers['transfer-encoding'] ?? '')) {
-        const decoded = dechunk(rest);
-        if (decoded) return done(decoded.toString());
-      } else if (request.method === 'HEAD' || parsed.status === 204 || parsed.status === 304) {
-        return done('');
-      }
-      if (ended) done(rest.toString());
+      const body = completeBody(request.method, parsed, received.subarray(headEnd + 4), ended);
+      if (body !== undefined) finish(undefined, { ...parsed, body });
     }
     socket.on('data', (chunk: Buffer) => {
       received = Buffer.concat([received, chunk]);
