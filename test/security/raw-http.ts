@@ -134,7 +134,15 @@ export function rawRequest(port: number, request: RawRequest, timeoutMs = 15_000
     // follows and parses whatever arrived.
     socket.on('error', () => {});
     socket.write(head);
-    // No half-close: node's server aborts a request whose client ended its side early.
-    if (body !== undefined) socket.write(body);
+    if (body === undefined) return;
+    // No half-close: node's server aborts a request whose client ended its side early. A large
+    // body waits a moment after the head: a server that refuses it from Content-Length (413)
+    // answers and closes, and bytes still arriving would turn that close into a reset that
+    // discards its answer.
+    if (body.length <= 64 * 1024) socket.write(body);
+    else
+      setTimeout(() => {
+        if (!settled && received.length === 0) socket.write(body);
+      }, 100);
   });
 }
