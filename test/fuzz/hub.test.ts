@@ -28,6 +28,14 @@ const FEATURES = {
 const VOCABULARY: Vocabulary = {
   queryNames: [
     'topic',
+    'matchExact',
+    'matchURLPattern',
+    'matchRegexp',
+    'matchURITemplate',
+    'matchNope',
+    'match_exact',
+    'match_urlpattern',
+    'last_event_id',
     'lastEventID',
     'Last-Event-ID',
     'match',

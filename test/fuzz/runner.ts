@@ -94,6 +94,17 @@ export function summarize(name: string, report: FuzzReport): string {
       `  - #${failure.index} ${failure.kind}: ${failure.detail.slice(0, 300)}\n    replay: ${describeRequest(failure.request)}`,
     );
   }
+  const listed = report.failures.slice(0, 40);
+  if (listed.length > 0)
+    lines.push(
+      `  every failure (first ${listed.length}; replay one with FUZZ_SEED=${SEED} FUZZ_ONLY=<index>):`,
+    );
+  for (const failure of listed) {
+    const body = failure.request.body === undefined ? '' : ` ${shorten(String(failure.request.body), 100)}`;
+    lines.push(
+      `    #${failure.index} ${failure.detail.slice(0, 40)} ← ${failure.request.method} ${shorten(failure.request.target, 80)}${body}`,
+    );
+  }
   return lines.join('\n');
 }
 
