@@ -17,6 +17,8 @@ export interface AttackRow {
   /** Runs before the request (create a queue, open a subscriber…). */
   readonly setup?: () => Promise<void>;
   readonly check?: (response: RawResponse) => void | Promise<void>;
+  /** How long the answer may take (default 15 s); only where the issue asks for responsiveness. */
+  readonly timeoutMs?: number;
   /** Which node answers (default: the catalogue's main node). */
   readonly node?: () => ServiceNode;
 }
@@ -39,7 +41,7 @@ export function registerCatalogue(
       await row.setup?.();
       const node = row.node?.() ?? main();
       const request = typeof row.request === 'function' ? await row.request() : row.request;
-      const response = await rawRequest(node.port, request);
+      const response = await rawRequest(node.port, request, row.timeoutMs);
       const allowed = typeof row.status === 'number' ? [row.status] : row.status;
       assert.ok(
         allowed.includes(response.status),
