@@ -138,7 +138,7 @@ for (const [name, environment] of Object.entries(TARGETS)) {
       if (report.rssBeforeBytes !== undefined && report.rssPeakBytes !== undefined) {
         assert.ok(
           report.rssPeakBytes - report.rssBeforeBytes < MEMORY_BOUND_BYTES,
-          'resident memory grew past the bound',
+          `resident memory grew by ${((report.rssPeakBytes - report.rssBeforeBytes) / 1024 / 1024).toFixed(1)} MiB (bound ${MEMORY_BOUND_BYTES / 1024 / 1024} MiB)`,
         );
       }
     } finally {

@@ -13,7 +13,8 @@ import {
   startNode,
   subscriberToken,
 } from '../security/nodes.js';
-import { boundaryRequests, randomRequest, type Vocabulary } from './inputs.js';
+import type { RawRequest } from '../security/raw-http.js';
+import { boundaryRequests, HOSTILE_SELECTOR, randomRequest, type Vocabulary } from './inputs.js';
 import { type RouteSpec, registeredRoutes } from './routes.js';
 import { fuzz, MEMORY_BOUND_BYTES, NODE_HEAP_MB, plan, summarize } from './runner.js';
 
@@ -64,6 +65,18 @@ const VOCABULARY: Vocabulary = {
 const unsupportedMatchType = (status: number, body: string) =>
   status === 501 && /^Unsupported (topic )?matcher type/.test(body);
 
+/** Issue #8's hostile selectors on every matcher parameter, with and without a token. */
+function hostileSelectors(): RawRequest[] {
+  const names = ['match', 'matchRegexp', 'matchURLPattern', 'matchURITemplate', 'matchExact'];
+  return names.flatMap((name) =>
+    ['', VOCABULARY.authorizations[1] as string].map((authorization) => ({
+      method: 'GET',
+      target: `/.well-known/mercure?${name}=${encodeURIComponent(HOSTILE_SELECTOR)}`,
+      headers: { ...VOCABULARY.baseHeaders, ...(authorization ? { authorization } : {}) },
+    })),
+  );
+}
+
 let routes: RouteSpec[];
 
 before(async () => {
@@ -90,7 +103,10 @@ for (const backend of ['memory', 'redis'] as const) {
       NODE_OPTIONS: `--max-old-space-size=${NODE_HEAP_MB}`,
     });
     try {
-      const requests = plan(boundaryRequests(routes, VOCABULARY, {}), randomRequest(routes, VOCABULARY));
+      const requests = plan(
+        [...boundaryRequests(routes, VOCABULARY, {}), ...hostileSelectors()],
+        randomRequest(routes, VOCABULARY),
+      );
       const report = await fuzz(node, requests, unsupportedMatchType);
       const summary = summarize(`hub/${backend}`, report);
       console.log(summary);
@@ -106,7 +122,7 @@ for (const backend of ['memory', 'redis'] as const) {
       if (report.rssBeforeBytes !== undefined && report.rssPeakBytes !== undefined) {
         assert.ok(
           report.rssPeakBytes - report.rssBeforeBytes < MEMORY_BOUND_BYTES,
-          'resident memory grew past the bound',
+          `resident memory grew by ${((report.rssPeakBytes - report.rssBeforeBytes) / 1024 / 1024).toFixed(1)} MiB (bound ${MEMORY_BOUND_BYTES / 1024 / 1024} MiB)`,
         );
       }
     } finally {
