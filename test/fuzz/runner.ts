@@ -14,7 +14,7 @@ export const MEMORY_BOUND_BYTES = 200 * 1024 * 1024;
  * How long a request may go unanswered. A parked long-poll (pop with wait) may legitimately hold
  * it; anything else unanswered this long is a hang.
  */
-export const ANSWER_TIMEOUT_MS = 3000;
+export const ANSWER_TIMEOUT_MS = 10_000;
 /** /healthz must answer within this while the fuzzer runs (a liveness bound, not a benchmark). */
 export const HEALTH_TIMEOUT_MS = 5000;
 /** Heap cap of the fuzzed node, so a memory bomb ends in a crash we report, not a swapping host. */
