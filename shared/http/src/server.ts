@@ -10,7 +10,7 @@ import Fastify, {
   type RouteOptions,
 } from 'fastify';
 import { Lifecycle } from './lifecycle.js';
-import { redactUrl } from './redact.js';
+import { redactText, redactUrl } from './redact.js';
 import type { HttpConfig } from './settings.js';
 
 export interface ServerKitOptions {
@@ -52,6 +52,16 @@ export interface ServerKit {
 
 const REQUEST_ID = /^[\w.:@/+=-]{1,128}$/;
 
+/** Log fields that may hold a credential, wherever a caller puts headers. */
+const LOGGED_SECRETS = [
+  'headers.authorization',
+  'headers.cookie',
+  'headers["set-cookie"]',
+  '*.headers.authorization',
+  '*.headers.cookie',
+  '*.headers["set-cookie"]',
+];
+
 function trustProxy(proxies: readonly string[]): boolean | string[] {
   if (proxies.length === 1 && proxies[0]?.toLowerCase() === 'true') return true;
   return [...proxies];
@@ -73,6 +83,11 @@ export function createServerKit(options: ServerKitOptions): ServerKit {
     logger: {
       level: config.LOG_LEVEL,
       base: { service: options.name },
+      // Defence in depth (issue #8): the req serializer below logs no header, but a log call
+      // that passes headers or a raw request must not leak the bearer token or the Mercure cookie.
+      redact: { paths: LOGGED_SECRETS, censor: '[REDACTED]' },
+      // The last word on every line, serializers or not: fastify puts raw URLs in messages.
+      hooks: { streamWrite: redactText },
       serializers: {
         req: (request) => ({
           method: request.method,
