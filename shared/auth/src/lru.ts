@@ -5,7 +5,7 @@
  * unbounded cache there is a memory leak an attacker can drive.
  *
  * Bounded in entries, and optionally in bytes: entries differ in weight by orders of magnitude
- * (a compiled pattern from ~5 KB to ~400 KB), so a count alone does not bound memory.
+ * (a compiled pattern from ~60 KB to ~650 KB), so a count alone does not bound memory.
  */
 export interface ByteBudget<K, V> {
   readonly maxBytes: number;

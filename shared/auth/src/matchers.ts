@@ -69,7 +69,7 @@ export const MAX_PATTERN_TOPIC_LENGTH = 1024;
 
 /**
  * Compiled selectors kept for reuse, bounded in estimated bytes (and in count): an entry weighs
- * from a few hundred bytes (Exact) to ~400 KB (a URL pattern at the program bound with a full DFA
+ * from a few hundred bytes (Exact) to ~650 KB (a URL pattern at the program bound with a full DFA
  * budget per component), and patterns come from clients (docs/hub.md, "Limits").
  */
 export const SELECTOR_CACHE_BYTES = 64 * 1024 * 1024;
