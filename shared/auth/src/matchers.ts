@@ -62,8 +62,8 @@ const CONTROL_CHARACTERS = /[\u0000-\u001f\u007f-\u009f]/;
  * Topics longer than this (UTF-16 code units) never match a pattern selector; Exact and `*` are
  * unaffected. A match costs up to program size × topic length, so with MAX_PROGRAM_SIZE this caps
  * one selector's cost per topic (docs/hub.md, "Limits"; issue #8: one publish of a 520-character
- * topic against one hostile subscriber took 11 s). Four times the pattern limit's worth of a
- * typical IRI, far above real topics.
+ * topic against one hostile subscriber took 11 s). Real topic IRIs are far shorter; longer
+ * ones can still be subscribed to and authorized exactly.
  */
 export const MAX_PATTERN_TOPIC_LENGTH = 1024;
 
