@@ -8,12 +8,12 @@ import {
   type MercureClaims,
   selectPayload,
   type TokenSource,
+  type TopicSelector,
   transportFactsOf,
 } from '@herald/auth';
 import type { FastifyBaseLogger, FastifyRequest } from 'fastify';
 import type { HubConfig } from './config.js';
 import { queryParameters } from './query.js';
-import type { TopicMatcher } from './subscriber.js';
 
 export type TokenRole = 'publisher' | 'subscriber';
 
@@ -47,8 +47,12 @@ export class HubAuthorization {
     });
   }
 
-  /** Compiles one subscribe matcher; AuthError 501 for an unknown type, 400 for a bad pattern. */
-  compileMatcher(match: string, matchType: string, legacy = false): TopicMatcher {
+  /**
+   * Compiles one subscribe matcher; AuthError 501 for an unknown type, 400 for a bad pattern or
+   * one past the compile bounds (docs/hub.md, "Limits"). Patterns come from the query string, so
+   * call this only once the request is authenticated (or anonymous access is allowed).
+   */
+  compileMatcher(match: string, matchType: string, legacy = false): TopicSelector {
     if (legacy) return compileLegacySelector(match);
     return compileTopicSelector(match, matchType, this.baseUrl ? { baseUrl: this.baseUrl } : undefined);
   }

@@ -28,6 +28,12 @@ export const tooManyMatchers = (limit: number) =>
   new HubError('HUB_ERR_TOO_MANY_MATCHERS', 400, `Too many matchers (at most ${limit})`);
 export const patternTooLong = (limit: number) =>
   new HubError('HUB_ERR_PATTERN_TOO_LONG', 400, `Matcher too long (at most ${limit} bytes)`);
+export const matchersTooComplex = (limit: number) =>
+  new HubError(
+    'HUB_ERR_MATCHERS_TOO_COMPLEX',
+    400,
+    `The matchers of one subscription compile to more than ${limit} instructions; use fewer or simpler patterns`,
+  );
 export const unsupportedMatchType = () =>
   new HubError('HUB_ERR_UNSUPPORTED_MATCH_TYPE', 501, 'Unsupported matcher type');
 export const invalidField = (message: string) => new HubError('HUB_ERR_INVALID_FIELD', 400, message);

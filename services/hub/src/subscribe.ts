@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import {
   draining,
+  matchersTooComplex,
   missingMatcher,
   patternTooLong,
   tooManyMatchers,
@@ -17,6 +18,13 @@ import type { Position } from './update.js';
 /** Reference hub limits (hub.md, subscribe). */
 export const MAX_MATCHERS = 100;
 export const MAX_PATTERN_BYTES = 4096;
+/**
+ * RE2 instructions one subscription's pattern matchers may compile to in total. A publish costs
+ * each subscriber up to this × topic length steps per topic (topics are capped for patterns at
+ * MAX_PATTERN_TOPIC_LENGTH), ~45 ms at worst, measured; 50 typical URL patterns fit (docs/hub.md,
+ * "Limits").
+ */
+export const MAX_SUBSCRIPTION_PROGRAM_SIZE = 2000;
 const REPLAY_PAGE = 1000;
 
 /**
@@ -76,17 +84,29 @@ export function parseSubscribeQuery(parameters: URLSearchParams, legacy: boolean
   return { matchers, lastEventId };
 }
 
+/** Compiles a subscription's matchers within the per-subscription program budget; throws 400s. */
+function compileMatchers(hub: Hub, requested: readonly MatcherRequest[]): TopicMatcher[] {
+  let programSize = 0;
+  return requested.map(({ match, matchType, legacy }) => {
+    const selector = hub.auth.compileMatcher(match, matchType, legacy);
+    programSize += selector.programSize;
+    if (programSize > MAX_SUBSCRIPTION_PROGRAM_SIZE) throw matchersTooComplex(MAX_SUBSCRIPTION_PROGRAM_SIZE);
+    return selector;
+  });
+}
+
 /** GET/HEAD /.well-known/mercure: an SSE stream (hub.md, subscribe). */
 export async function handleSubscribe(hub: Hub, request: FastifyRequest, reply: FastifyReply): Promise<void> {
   if (hub.isDraining) throw draining();
-  const query = parseSubscribeQuery(queryParameters(request.url), hub.config.MERCURE_LEGACY_CLAIMS);
-  const matchers: TopicMatcher[] = query.matchers.map((requested) =>
-    hub.auth.compileMatcher(requested.match, requested.matchType, requested.legacy),
-  );
+  // Authenticate before compiling: patterns are client input and compiling costs CPU and memory,
+  // so a request without a token on a hub without anonymous access compiles nothing (issue #8:
+  // six unauthenticated requests with hostile patterns crashed a hub).
   const principal = await hub.authenticate(request, 'subscriber');
   if (!principal && !hub.anonymousAllowed) {
     throw unauthorized('Authentication required');
   }
+  const query = parseSubscribeQuery(queryParameters(request.url), hub.config.MERCURE_LEGACY_CLAIMS);
+  const matchers = compileMatchers(hub, query.matchers);
   const headerCursor = request.headers['last-event-id'];
   const cursor = typeof headerCursor === 'string' && headerCursor !== '' ? headerCursor : query.lastEventId;
 

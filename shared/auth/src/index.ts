@@ -87,12 +87,22 @@ export {
   FALLBACK_BASE_URL,
   MATCHER_TYPES,
   MAX_PATTERN_BYTES,
+  MAX_PATTERN_TOPIC_LENGTH,
   type MatcherType,
   resolveMatcherType,
+  SELECTOR_CACHE_BYTES,
+  type SelectorCacheStats,
   type SelectorOptions,
+  selectorCacheStats,
   type TopicSelector,
   WILDCARD,
 } from './matchers.js';
+export {
+  DFA_BUDGET_BYTES,
+  MAX_NESTING_DEPTH,
+  MAX_PROGRAM_SIZE,
+  MAX_REPEAT_COUNT,
+} from './matchers-re2.js';
 export { canPublish, canReceive, type SubscriptionMatcher, selectPayload } from './mercure-access.js';
 export {
   createMercureAuthenticator,

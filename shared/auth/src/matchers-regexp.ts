@@ -1,4 +1,4 @@
-import { RE2JS } from 're2js';
+import { type BoundedProgram, compileBounded, PatternTooComplexError } from './matchers-re2.js';
 
 /**
  * `Regexp` topic selectors, evaluated by RE2 (re2js): linear in the topic length whatever the
@@ -26,15 +26,15 @@ function endsWithUnescapedDollar(pattern: string): boolean {
   return backslashes % 2 === 0;
 }
 
-export function compileRegexp(pattern: string): (topic: string) => boolean {
+/** Compiles a Regexp selector; throws RegexpSyntaxError, or PatternTooComplexError past the bounds. */
+export function compileRegexp(pattern: string): BoundedProgram {
   if (pattern.startsWith('^') || endsWithUnescapedDollar(pattern)) {
     throw new RegexpSyntaxError('anchors are implicit: the pattern always matches the whole topic');
   }
-  let compiled: RE2JS;
   try {
-    compiled = RE2JS.compile(pattern);
-  } catch {
+    return compileBounded(pattern);
+  } catch (error) {
+    if (error instanceof PatternTooComplexError) throw error;
     throw new RegexpSyntaxError('the pattern does not compile');
   }
-  return (topic) => compiled.testExact(topic);
 }

@@ -1,4 +1,4 @@
-import { RE2JS } from 're2js';
+import { type BoundedProgram, compileBounded } from './matchers-re2.js';
 
 /**
  * RFC 6570 URI templates as topic selectors, compiled to an RE2 expression (linear time).
@@ -130,8 +130,10 @@ export function looksLikeUriTemplate(text: string): boolean {
   return text.includes('{');
 }
 
-/** Compiles a URI template into a linear-time whole-topic test. */
-export function compileUriTemplate(template: string): (topic: string) => boolean {
-  const compiled = RE2JS.compile(uriTemplateToRegexp(template));
-  return (topic) => compiled.testExact(topic);
+/**
+ * Compiles a URI template into a linear-time whole-topic test, within the RE2 program bounds
+ * (an expression with many variables becomes a counted repetition, so the bounds apply here too).
+ */
+export function compileUriTemplate(template: string): BoundedProgram {
+  return compileBounded(uriTemplateToRegexp(template));
 }

@@ -1,5 +1,6 @@
 import { AuthError } from './errors.js';
 import { LruMap } from './lru.js';
+import type { BoundedProgram } from './matchers-re2.js';
 import { compileRegexp } from './matchers-regexp.js';
 import { compileUriTemplate, looksLikeUriTemplate } from './matchers-uri-template.js';
 import { compileUrlPattern } from './matchers-url-pattern.js';
@@ -32,6 +33,8 @@ export interface TopicSelector {
   readonly matchType: MatcherType;
   /** True for the `*` wildcard. */
   readonly isWildcard: boolean;
+  /** RE2 instructions this selector runs per topic: its match cost factor (0 for Exact and `*`). */
+  readonly programSize: number;
   /** Whether this selector matches one topic. */
   matches(topic: string): boolean;
 }
@@ -56,11 +59,47 @@ export function resolveMatcherType(matchType: string | null | undefined): Matche
 const CONTROL_CHARACTERS = /[\u0000-\u001f\u007f-\u009f]/;
 
 /**
- * Compiled selectors kept for reuse. Bounded by count because an entry is not small (a compiled
- * URL pattern with its RE2 programs weighs ~26 KB, measured) and patterns come from clients.
+ * Topics longer than this (UTF-16 code units) never match a pattern selector; Exact and `*` are
+ * unaffected. A match costs up to program size × topic length, so with MAX_PROGRAM_SIZE this caps
+ * one selector's cost per topic (docs/hub.md, "Limits"; issue #8: one publish of a 520-character
+ * topic against one hostile subscriber took 11 s). Real topic IRIs are far shorter; longer
+ * ones can still be subscribed to and authorized exactly.
  */
-const SELECTOR_CACHE_ENTRIES = 1024;
-const selectorCache = new LruMap<string, TopicSelector>(SELECTOR_CACHE_ENTRIES);
+export const MAX_PATTERN_TOPIC_LENGTH = 1024;
+
+/**
+ * Compiled selectors kept for reuse, bounded in estimated bytes (and in count): an entry weighs
+ * from a few hundred bytes (Exact) to ~650 KB (a URL pattern at the program bound with a full DFA
+ * budget per component), and patterns come from clients (docs/hub.md, "Limits").
+ */
+export const SELECTOR_CACHE_BYTES = 64 * 1024 * 1024;
+const SELECTOR_CACHE_ENTRIES = 4096;
+/** Fixed per-entry overhead: the selector object, closures, map slot. */
+const SELECTOR_ENTRY_OVERHEAD = 512;
+const selectorWeights = new WeakMap<TopicSelector, number>();
+const selectorCache = new LruMap<string, TopicSelector>(SELECTOR_CACHE_ENTRIES, {
+  maxBytes: SELECTOR_CACHE_BYTES,
+  sizeOf: (key, selector) => SELECTOR_ENTRY_OVERHEAD + 2 * key.length + (selectorWeights.get(selector) ?? 0),
+});
+let compilations = 0;
+
+export interface SelectorCacheStats {
+  readonly entries: number;
+  readonly bytes: number;
+  readonly maxBytes: number;
+  /** Patterns compiled since the process started (cache misses that reached a compiler). */
+  readonly compilations: number;
+}
+
+/** The selector cache's occupancy and the compile count, for tests and metrics. */
+export function selectorCacheStats(): SelectorCacheStats {
+  return {
+    entries: selectorCache.size,
+    bytes: selectorCache.bytes,
+    maxBytes: SELECTOR_CACHE_BYTES,
+    compilations,
+  };
+}
 
 /**
  * Match results for pattern selectors, keyed by (selector, topic), shared by all selectors: a
@@ -77,13 +116,15 @@ function invalidPattern(): AuthError {
   return new AuthError('invalid_pattern');
 }
 
-function memoised(selectorKey: string, test: (topic: string) => boolean): (topic: string) => boolean {
+/** The topic test of a compiled pattern: length cap first, then the memo, then the program. */
+function patternTest(selectorKey: string, program: BoundedProgram): (topic: string) => boolean {
   return (topic) => {
-    if (selectorKey.length + topic.length > MATCH_MEMO_MAX_KEY_LENGTH) return test(topic);
+    if (topic.length > MAX_PATTERN_TOPIC_LENGTH) return false;
+    if (selectorKey.length + topic.length > MATCH_MEMO_MAX_KEY_LENGTH) return program.test(topic);
     const key = `${selectorKey}\u0001${topic}`;
     const known = matchMemo.get(key);
     if (known !== undefined) return known;
-    const result = test(topic);
+    const result = program.test(topic);
     matchMemo.set(key, result);
     return result;
   };
@@ -94,27 +135,42 @@ function baseUrlText(options: SelectorOptions | undefined): string {
   return base === undefined ? FALLBACK_BASE_URL : String(base);
 }
 
-function buildSelector(key: string, match: string, matchType: MatcherType, baseUrl: string): TopicSelector {
-  let test: (topic: string) => boolean;
+function compileProgram(
+  match: string,
+  matchType: Exclude<MatcherType, 'Exact'>,
+  baseUrl: string,
+): BoundedProgram {
+  compilations += 1;
   try {
     switch (matchType) {
-      case 'Exact':
-        // Byte-for-byte, no normalisation (Mercure draft, "Exact Matching").
-        return { match, matchType, isWildcard: false, matches: (topic) => topic === match };
       case 'Regexp':
-        test = compileRegexp(match);
-        break;
+        return compileRegexp(match);
       case 'URITemplate':
-        test = compileUriTemplate(match);
-        break;
+        return compileUriTemplate(match);
       case 'URLPattern':
-        test = compileUrlPattern(match, baseUrl);
-        break;
+        return compileUrlPattern(match, baseUrl);
     }
   } catch {
+    // Syntax errors and patterns past the program bounds alike: generic, no compiler output.
     throw invalidPattern();
   }
-  return { match, matchType, isWildcard: false, matches: memoised(key, test) };
+}
+
+function buildSelector(key: string, match: string, matchType: MatcherType, baseUrl: string): TopicSelector {
+  if (matchType === 'Exact') {
+    // Byte-for-byte, no normalisation (Mercure draft, "Exact Matching").
+    return { match, matchType, isWildcard: false, programSize: 0, matches: (topic) => topic === match };
+  }
+  const program = compileProgram(match, matchType, baseUrl);
+  const selector: TopicSelector = {
+    match,
+    matchType,
+    isWildcard: false,
+    programSize: program.programSize,
+    matches: patternTest(key, program),
+  };
+  selectorWeights.set(selector, program.memoryBytes);
+  return selector;
 }
 
 /**
@@ -131,7 +187,7 @@ export function compileTopicSelector(
 ): TopicSelector {
   const resolved = resolveMatcherType(matchType);
   if (match === WILDCARD) {
-    return { match, matchType: resolved ?? 'Exact', isWildcard: true, matches: () => true };
+    return { match, matchType: resolved ?? 'Exact', isWildcard: true, programSize: 0, matches: () => true };
   }
   if (!resolved) throw new AuthError('unsupported_matcher');
   if (typeof match !== 'string' || match === '') throw invalidPattern();
@@ -154,7 +210,9 @@ export function compileTopicSelector(
  * the template; a string that is not a valid template is just an exact topic).
  */
 export function compileLegacySelector(match: string): TopicSelector {
-  if (match === WILDCARD) return { match, matchType: 'Exact', isWildcard: true, matches: () => true };
+  if (match === WILDCARD) {
+    return { match, matchType: 'Exact', isWildcard: true, programSize: 0, matches: () => true };
+  }
   if (typeof match !== 'string' || match === '') throw invalidPattern();
   if (Buffer.byteLength(match, 'utf8') > MAX_PATTERN_BYTES || CONTROL_CHARACTERS.test(match)) {
     throw invalidPattern();
@@ -166,19 +224,28 @@ export function compileLegacySelector(match: string): TopicSelector {
     match,
     matchType: 'Exact',
     isWildcard: false,
+    programSize: 0,
     matches: (topic) => topic === match,
   };
   if (looksLikeUriTemplate(match)) {
+    let program: BoundedProgram | undefined;
+    compilations += 1;
     try {
-      const template = memoised(key, compileUriTemplate(match));
+      program = compileUriTemplate(match);
+    } catch {
+      // Not a valid template (or one past the bounds): the reference hub treats it as a raw
+      // (exact) topic.
+    }
+    if (program) {
+      const template = patternTest(key, program);
       selector = {
         match,
         matchType: 'URITemplate',
         isWildcard: false,
+        programSize: program.programSize,
         matches: (topic) => topic === match || template(topic),
       };
-    } catch {
-      // Not a valid template: the reference hub treats it as a raw (exact) topic.
+      selectorWeights.set(selector, program.memoryBytes);
     }
   }
   selectorCache.set(key, selector);
