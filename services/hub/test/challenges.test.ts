@@ -78,8 +78,10 @@ const cases: readonly Case[] = [
   { name: 'subscribe with Basic credentials', target: subscribe, headers: { authorization: 'Basic dXNlcjpwYXNz' }, status: 400, code: 'invalid_request' },
   { name: 'subscribe with a repeated query token', target: `${subscribe}&authorization=a&authorization=b`, status: 400, code: 'invalid_request' },
   { name: 'subscribe with a token over plain HTTP', target: subscribe, headers: { ...bearer(expiredSubscriber), 'x-forwarded-proto': 'http' }, status: 400, code: 'invalid_request' },
-  { name: 'subscribe with an unknown matcher parameter (no token involved)', target: '/.well-known/mercure?matchGlob=a', status: 501, code: undefined },
-  { name: 'subscribe without a matcher (no token involved)', target: '/.well-known/mercure', status: 400, code: undefined },
+  // Authentication comes first (issue #8): without a token, a malformed query is still a 401.
+  { name: 'subscribe with an unknown matcher parameter and no token', target: '/.well-known/mercure?matchGlob=a', status: 401, code: null },
+  { name: 'subscribe with an unknown matcher parameter (valid token)', target: '/.well-known/mercure?matchGlob=a', headers: bearer(subscriberToken([{ match: '*' }])), status: 501, code: undefined },
+  { name: 'subscribe without a matcher (valid token)', target: '/.well-known/mercure', headers: bearer(subscriberToken([{ match: '*' }])), status: 400, code: undefined },
   // Publish.
   { name: 'publish without a token', method: 'POST', target: '/.well-known/mercure', body: { topic: TOPIC }, status: 401, code: null },
   { name: 'publish with a subscriber-signed token', method: 'POST', target: '/.well-known/mercure', headers: bearer(subscriberToken([{ match: '*' }])), body: { topic: TOPIC }, status: 401, code: 'invalid_token' },
