@@ -2,26 +2,15 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { after, before, describe, test } from 'node:test';
-import { type Broker, brokerSpec, startBroker } from '@herald/broker';
-import { parseEnv } from '@herald/config';
+import type { Broker } from '@herald/broker';
 import { SignJWT } from 'jose';
-import { MAIN } from './nodes.js';
+import { JWT_TEST_SECRET, MAIN, startJwtBroker } from './nodes.js';
 
-const SECRET = 'a-test-secret-of-at-least-32-bytes-long!!';
+const SECRET = JWT_TEST_SECRET;
 let broker: Broker;
 
 before(async () => {
-  broker = await startBroker(
-    parseEnv(brokerSpec, {
-      PORT: '0',
-      HOST: '127.0.0.1',
-      LOG_LEVEL: 'silent',
-      JWT_ENABLED: 'true',
-      JWT_ALGORITHM: 'HS256',
-      JWT_SECRET: SECRET,
-    }),
-    { fastify: { logger: false } },
-  );
+  broker = await startJwtBroker();
 });
 after(() => broker.close());
 

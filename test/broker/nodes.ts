@@ -1,7 +1,27 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
+import { type Broker, brokerSpec, startBroker } from '@herald/broker';
+import { parseEnv } from '@herald/config';
 import { freePort, waitFor } from '@herald/testkit';
+
+/** The HS256 secret of the in-process JWT brokers the auth tests start. */
+export const JWT_TEST_SECRET = 'a-test-secret-of-at-least-32-bytes-long!!';
+
+/** An in-process broker with JWT on (HS256, `JWT_TEST_SECRET`), silent. */
+export function startJwtBroker(): Promise<Broker> {
+  return startBroker(
+    parseEnv(brokerSpec, {
+      PORT: '0',
+      HOST: '127.0.0.1',
+      LOG_LEVEL: 'silent',
+      JWT_ENABLED: 'true',
+      JWT_ALGORITHM: 'HS256',
+      JWT_SECRET: JWT_TEST_SECRET,
+    }),
+    { fastify: { logger: false } },
+  );
+}
 
 export const MAIN = fileURLToPath(new URL('../../services/broker/dist/main.js', import.meta.url));
 

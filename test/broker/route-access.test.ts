@@ -11,22 +11,13 @@ import { type AccessLevel, classifyBrokerRoute, isAccessLevel } from '@herald/au
 import { type Broker, brokerSpec, startBroker } from '@herald/broker';
 import { parseEnv } from '@herald/config';
 import { SignJWT } from 'jose';
+import { JWT_TEST_SECRET, startJwtBroker } from './nodes.js';
 
-const SECRET = 'a-test-secret-of-at-least-32-bytes-long!!';
+const SECRET = JWT_TEST_SECRET;
 let broker: Broker;
 
 before(async () => {
-  broker = await startBroker(
-    parseEnv(brokerSpec, {
-      PORT: '0',
-      HOST: '127.0.0.1',
-      LOG_LEVEL: 'silent',
-      JWT_ENABLED: 'true',
-      JWT_ALGORITHM: 'HS256',
-      JWT_SECRET: SECRET,
-    }),
-    { fastify: { logger: false } },
-  );
+  broker = await startJwtBroker();
 });
 after(() => broker.close());
 

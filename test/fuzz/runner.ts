@@ -1,3 +1,4 @@
+import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import type { ServiceNode } from '../security/nodes.js';
 import { type RawRequest, type RawResponse, rawRequest } from '../security/raw-http.js';
@@ -205,4 +206,25 @@ export async function fuzz(
     healthFailures,
     healthWorstMs,
   };
+}
+
+/** The suite's properties: requests went out, no 5xx/crash/hang, /healthz answered, memory bounded. */
+export function assertFuzzPassed(report: FuzzReport, node: ServiceNode, label: string): void {
+  assert.ok(report.sent > 0, 'requests were sent');
+  assert.deepEqual(
+    report.failures.map((failure) => `#${failure.index} ${failure.kind}: ${failure.detail.slice(0, 120)}`),
+    [],
+    'failures (replays printed above)',
+  );
+  assert.deepEqual(report.healthFailures, []);
+  assert.ok(node.alive(), `${label} still runs`);
+  assert.ok(
+    report.rssBeforeBytes !== undefined && report.rssPeakBytes !== undefined,
+    `${label}'s resident memory could not be read`,
+  );
+  const growth = report.rssPeakBytes - report.rssBeforeBytes;
+  assert.ok(
+    growth < MEMORY_BOUND_BYTES,
+    `resident memory grew by ${(growth / 1024 / 1024).toFixed(1)} MiB (bound ${MEMORY_BOUND_BYTES / 1024 / 1024} MiB)`,
+  );
 }
