@@ -2,7 +2,7 @@
  * The broker's route access levels. Five levels, not ordered; see broker-access.ts for who passes
  * which. A request's level is the one its MATCHED ROUTE declares (`config.access`, see
  * broker-fastify.ts), so no spelling of a URL can reach a handler under another route's rules
- * (issue #8). The seed's prefix table below is the specification those declarations follow; a
+ * (issue #8). The documented prefix table below (docs/broker.md) is the specification those declarations follow; a
  * test checks every registered broker route against it.
  */
 export type AccessLevel = 'public' | 'admin' | 'read-only' | 'write-only' | 'read-write';
@@ -78,7 +78,7 @@ function ruleMatches(rule: RouteRule, method: string, path: string): boolean {
 }
 
 /**
- * The level the seed's table gives a canonical route path (a registered route's path with
+ * The level the documented table gives a canonical route path (a registered route's path with
  * parameter values filled in). HEAD is classified as GET: fastify answers HEAD with the GET
  * route, so it reads exactly what GET reads. Not used per request: requests take the level their
  * matched route declares.

@@ -157,7 +157,7 @@ describe('keys per token family', () => {
   // [name, environment, token alg, reason, status, text]
   // biome-ignore format: a table, one case per line
   const cases: readonly (readonly [string, Record<string, string>, string, AuthFailureReason, number, string])[] = [
-    // Explicit modes keep the seed's server-side 500s: the operator pinned a family it holds no key for.
+    // Explicit modes keep the documented server-side 500s: the operator pinned a family it holds no key for.
     ['HS token, empty secret, HS256 mode', { JWT_ALGORITHM: 'HS256', JWT_JWKS_URL: 'http://127.0.0.1:1/jwks' }, 'HS256', 'key_not_configured', 500, 'HS secret not configured'],
     ['RS token, Ed25519 PEM, RS256 mode', { JWT_ALGORITHM: 'RS256', JWT_PUBLIC_KEY: keys().ed25519.publicPem }, 'RS256', 'invalid_key', 500, 'invalid RSA public key PEM'],
     ['EdDSA token, RSA PEM, EdDSA mode', { JWT_ALGORITHM: 'EdDSA', JWT_PUBLIC_KEY: keys().rsa.publicPem }, 'EdDSA', 'invalid_key', 500, 'invalid Ed public key PEM'],
