@@ -76,8 +76,21 @@ describe('a publish answered 503 during a Redis fault', () => {
       },
     },
     {
+      // Back well within the script deadline: only the fail-fast connection keeps ioredis from
+      // resending the script in flight when the connection died.
+      name: 'Redis stalled, then killed and restarted at once',
+      during: async (send) => {
+        redisCli('CLIENT', 'PAUSE', '60000', 'WRITE');
+        const answered = send();
+        await sleep(500);
+        await redis.kill();
+        await redis.launch();
+        return answered;
+      },
+    },
+    {
       // The script is in flight when the connection dies; ioredis would resend it on reconnect.
-      name: 'Redis stalled, then killed and restarted',
+      name: 'Redis stalled, then killed and restarted after the publish timeout',
       during: async (send) => {
         redisCli('CLIENT', 'PAUSE', '60000', 'WRITE');
         const answered = send();
