@@ -383,7 +383,6 @@ async function main(): Promise<void> {
       publish: async (data) => {
         await feeder.publish({
           id: generateUpdateId(),
-          idGenerated: true,
           topics: [TOPIC],
           data,
           private: false,

@@ -1,4 +1,4 @@
--- Finds the history position of the first entry carrying an update id, if still in history.
+-- Finds the history position of the entry carrying an update id, if still in history.
 -- KEYS[1] hash: update id -> position
 -- KEYS[2] history stream
 -- ARGV[1] update id

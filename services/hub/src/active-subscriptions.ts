@@ -59,7 +59,6 @@ function subscriptionDocument(
 export function subscriptionEvent(id: string, record: SubscriptionRecord, active: boolean): Update {
   return {
     id,
-    idGenerated: true,
     topics: [record.id],
     data: JSON.stringify(subscriptionDocument(record, active, true)),
     private: true,

@@ -98,7 +98,6 @@ export function parsePublishForm(form: URLSearchParams, generateId: () => string
   }
   return {
     id: suppliedId ?? generateId(),
-    ...(suppliedId === null ? { idGenerated: true } : {}),
     topics,
     data: form.get('data') ?? '',
     private: form.has('private'),

@@ -28,7 +28,8 @@ export class MemoryTransport implements Transport {
   private listener: UpdateListener | undefined;
   private entries: Entry[] = [];
   private head = 0;
-  private readonly firstPositionById = new Map<string, Position>();
+  /** Update id -> position of its entry in history (one at most: publishing is idempotent per id). */
+  private readonly positionById = new Map<string, Position>();
   private lastMs = 0;
   private sequence = 0;
   private lastPosition: Position = ORIGIN_POSITION;
@@ -56,14 +57,16 @@ export class MemoryTransport implements Transport {
   }
 
   async publish(update: Update): Promise<Position> {
-    // Same contract as the Redis backend: a generated id already in history is a resend.
-    const existing = update.idGenerated ? this.firstPositionById.get(update.id) : undefined;
+    // Same contract as the Redis backend (publish-3.lua): an id still in history is not appended
+    // again, its position is returned (docs/hub.md, resent publishes).
+    this.trim(Date.now());
+    const existing = this.positionById.get(update.id);
     if (existing !== undefined) return existing;
     const position = this.nextPosition();
     const stored: StoredUpdate = { ...update, position };
     const storedAt = Date.now();
     this.entries.push({ update: stored, storedAt });
-    if (!this.firstPositionById.has(update.id)) this.firstPositionById.set(update.id, position);
+    this.positionById.set(update.id, position);
     this.trim(storedAt);
     this.lastPosition = position;
     this.listener?.(stored);
@@ -77,8 +80,8 @@ export class MemoryTransport implements Transport {
       const tooMany = this.entries.length - this.head > historySize;
       const tooOld = historyTtl > 0 && now - oldest.storedAt > historyTtl;
       if (!tooMany && !tooOld) break;
-      if (this.firstPositionById.get(oldest.update.id) === oldest.update.position) {
-        this.firstPositionById.delete(oldest.update.id);
+      if (this.positionById.get(oldest.update.id) === oldest.update.position) {
+        this.positionById.delete(oldest.update.id);
       }
       this.head += 1;
     }
@@ -90,7 +93,7 @@ export class MemoryTransport implements Transport {
 
   async findPosition(eventId: string): Promise<Position | undefined> {
     this.trim(Date.now());
-    return this.firstPositionById.get(eventId);
+    return this.positionById.get(eventId);
   }
 
   /** Index of the first entry whose position is greater than `position`. */

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import type { Metrics } from '@herald/metrics';
 import {
@@ -52,7 +53,16 @@ const PROBE_PREFIX = 'probe\n';
 const HISTORY_PAGE = 1000;
 /** Live messages held while a gap is being filled; beyond it the fill starts over. */
 const RECOVERY_BUFFER_LIMIT = 100_000;
+/** A publish not answered within this bound is answered 503 (docs/hub.md, resent publishes). */
 const PUBLISH_TIMEOUT = 5000;
+/**
+ * Redis refuses a publish script that starts later than this after the node sent it: shorter than
+ * PUBLISH_TIMEOUT, so a publish the node answered 503 can never be applied afterwards (a stalled
+ * Redis resuming, a command still in a socket buffer), and a reply has the difference to travel.
+ */
+const PUBLISH_SCRIPT_BUDGET = 4000;
+/** Bound on the TIME round trip that maps the node's clock onto Redis's. */
+const CLOCK_TIMEOUT = 1000;
 
 type StreamEntry = [string, string[]];
 
@@ -60,6 +70,15 @@ interface PendingPublish {
   readonly args: (string | number)[];
   readonly resolve: (position: Position) => void;
   readonly reject: (error: unknown) => void;
+}
+
+/**
+ * Redis's clock seen from this node's monotonic clock: `redisMs >= performance.now() + offset`
+ * for any later instant (a lower bound: the TIME reply is taken as read at the end of the round
+ * trip), so a deadline computed with it never lands after the node's own.
+ */
+interface RedisClock {
+  readonly offset: number;
 }
 
 function isNoScript(error: unknown): boolean {
@@ -92,7 +111,15 @@ export class RedisTransport implements Transport {
   readonly kind = 'redis' as const;
   readonly nodeId = randomUUID();
   private readonly command: Redis;
+  /**
+   * Publishes (and the probe) go through their own fail-fast connection: while Redis is away a
+   * publish fails at once instead of waiting in ioredis's offline queue, and a publish in flight
+   * when the connection drops is failed, not resent later (docs/hub.md, resent publishes).
+   */
+  private readonly publisher: Redis;
   private readonly subscriber: Redis;
+  private clock: RedisClock | undefined;
+  private clockMeasurement: Promise<RedisClock> | undefined;
   private readonly scripts: ScriptSet;
   private readonly keys;
   private listener: UpdateListener | undefined;
@@ -132,12 +159,22 @@ export class RedisTransport implements Transport {
     };
     this.scripts = loadScripts(LUA_DIRECTORY);
     this.command = createRedis(parseRedisOptions(options.url, { connectionName: 'herald-hub-command' }));
+    this.publisher = createRedis(
+      parseRedisOptions(options.url, { connectionName: 'herald-hub-publisher', failFast: true }),
+    );
     this.subscriber = createRedis(
       parseRedisOptions(options.url, { connectionName: 'herald-hub-subscriber', forSubscriber: true }),
     );
     instrumentRedis(this.command, options.metrics.redisCommandDuration);
+    instrumentRedis(this.publisher, options.metrics.redisCommandDuration);
     // Errors surface through readiness; without a listener ioredis would print every retry.
     this.command.on('error', () => undefined);
+    this.publisher.on('error', () => undefined);
+    // Another Redis may answer after a reconnect (a failover): its clock is measured afresh.
+    this.publisher.on('close', () => {
+      this.clock = undefined;
+    });
+    this.publisher.on('ready', () => void this.measureClock().catch(() => undefined));
     this.subscriber.on('error', () => undefined);
   }
 
@@ -292,9 +329,10 @@ export class RedisTransport implements Transport {
     const timeout = this.options.probeTimeout ?? 2000;
     const arrived = new Promise<void>((resolve) => this.pendingProbes.set(nonce, resolve));
     try {
-      if (this.command.status !== 'ready' || this.subscriber.status !== 'ready') return false;
+      if (this.publisher.status !== 'ready' || this.subscriber.status !== 'ready') return false;
+      await this.measureClock();
       await withTimeout(
-        this.command.publish(this.keys.channel, PROBE_PREFIX + nonce),
+        this.publisher.publish(this.keys.channel, PROBE_PREFIX + nonce),
         timeout,
         'probe publish',
       );
@@ -347,9 +385,28 @@ export class RedisTransport implements Transport {
     )) as StreamEntry[];
   }
 
+  /** Maps this node's clock onto Redis's with one TIME round trip (one at a time). */
+  private measureClock(): Promise<RedisClock> {
+    this.clockMeasurement ??= (async () => {
+      try {
+        const [seconds, microseconds] = await withTimeout(this.publisher.time(), CLOCK_TIMEOUT, 'TIME');
+        const redisMs = Number(seconds) * 1000 + Math.floor(Number(microseconds) / 1000);
+        // Read after the reply: Redis's clock was at least redisMs then, so the offset is a
+        // lower bound (the 1 ms covers the two clocks' rounding).
+        const clock = { offset: redisMs - performance.now() - 1 };
+        this.clock = clock;
+        return clock;
+      } finally {
+        this.clockMeasurement = undefined;
+      }
+    })();
+    return this.clockMeasurement;
+  }
+
   async publish(update: Update): Promise<Position> {
-    if (this.command.status !== 'ready') throw backendUnavailable();
+    if (this.publisher.status !== 'ready') throw backendUnavailable();
     try {
+      if (!this.clock) await this.measureClock();
       return await new Promise<Position>((resolve, reject) => {
         const args = [
           this.keys.channel,
@@ -357,7 +414,6 @@ export class RedisTransport implements Transport {
           encodeUpdate(update),
           this.options.historySize,
           this.options.historyTtl,
-          update.idGenerated ? '1' : '0',
         ];
         this.pendingPublishes.push({ args, resolve, reject });
         if (this.pendingPublishes.length === 1) setImmediate(() => this.flushPublishes());
@@ -379,6 +435,13 @@ export class RedisTransport implements Transport {
     this.pendingPublishes = [];
     const keys = [this.keys.history, this.keys.historyIds, this.keys.historyIdsByTime];
     const script = this.script('publish');
+    const clock = this.clock;
+    if (!clock) {
+      // The connection dropped since publish() checked: nothing was sent.
+      for (const pending of batch) pending.reject(new Error('publish: Redis connection lost'));
+      return;
+    }
+    const deadline = String(Math.floor(performance.now() + clock.offset + PUBLISH_SCRIPT_BUDGET));
     let unsettled = batch.length;
     const settle = (pending: PendingPublish, error: unknown, position?: Position) => {
       if (error) pending.reject(error);
@@ -391,15 +454,15 @@ export class RedisTransport implements Transport {
       const error = new Error(`publish: no reply within ${PUBLISH_TIMEOUT} ms`);
       for (const pending of batch) pending.reject(error);
     }, PUBLISH_TIMEOUT);
-    const pipeline = this.command.pipeline();
-    for (const pending of batch) pipelineScript(pipeline, script, keys, pending.args);
+    const pipeline = this.publisher.pipeline();
+    for (const pending of batch) pipelineScript(pipeline, script, keys, [...pending.args, deadline]);
     pipeline.exec().then(
       (results) => {
         batch.forEach((pending, index) => {
           const [error, position] = results?.[index] ?? [new Error('publish: no reply'), null];
           // After a Redis restart the script cache is empty: EVAL reloads it.
           if (isNoScript(error)) {
-            runScript<Position>(this.command, script, keys, pending.args).then(
+            runScript<Position>(this.publisher, script, keys, [...pending.args, deadline]).then(
               (reloaded) => settle(pending, undefined, reloaded),
               (retryError: unknown) => settle(pending, retryError),
             );
@@ -441,6 +504,7 @@ export class RedisTransport implements Transport {
 
   async readiness(): Promise<string | undefined> {
     if (this.command.status !== 'ready') return `Redis connection ${this.command.status}`;
+    if (this.publisher.status !== 'ready') return `Redis connection ${this.publisher.status} (publisher)`;
     if (!this.verified) return 'pub/sub path not verified (probe pending or failed)';
     return undefined;
   }
@@ -534,9 +598,11 @@ export class RedisTransport implements Transport {
     }
     this.subscriber.disconnect();
     // QUIT waits in the offline queue while Redis is unreachable: never let it hold up an exit.
-    if (this.command.status === 'ready') {
-      await withTimeout(this.command.quit(), 1000, 'QUIT').catch(() => undefined);
+    for (const connection of [this.command, this.publisher]) {
+      if (connection.status === 'ready') {
+        await withTimeout(connection.quit(), 1000, 'QUIT').catch(() => undefined);
+      }
+      connection.disconnect();
     }
-    this.command.disconnect();
   }
 }

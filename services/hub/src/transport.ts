@@ -22,14 +22,21 @@ export interface Transport {
   readonly kind: 'memory' | 'redis';
   /** Starts delivering updates to `listener`. Resolves once the node can serve. */
   start(listener: UpdateListener): Promise<void>;
-  /** Appends to history and fans out to every node, atomically; resolves with the position. */
+  /**
+   * Appends to history and fans out to every node, atomically; resolves with the position. An id
+   * whose entry is still in history is not appended again: the call resolves with that entry's
+   * position (a resend or a retry; docs/hub.md, resent publishes).
+   */
   publish(update: Update): Promise<Position>;
   /**
    * Position of the last update handed to the listener. A subscriber registered now receives,
    * live, exactly the updates after it: replay covers the rest (the replay/live race fix).
    */
   readonly lastDispatchedPosition: Position;
-  /** Position of the first entry with this update id, if still in history. */
+  /**
+   * Position of the entry with this update id, if still in history. Publishing is idempotent per
+   * id while its entry is in history, so there is at most one.
+   */
   findPosition(eventId: string): Promise<Position | undefined>;
   /** Entries with `after < position <= upTo` (after undefined: from the oldest), at most `limit`. */
   readHistory(after: Position | undefined, upTo: Position, limit: number): Promise<StoredUpdate[]>;

@@ -6,11 +6,6 @@ export interface Update {
   readonly private: boolean;
   readonly type?: string;
   readonly retry?: number;
-  /**
-   * The hub generated the id (`urn:uuid:…`), so it is unique: a second append of it can only be a
-   * resend after a lost reply, and the backends drop it (publisher-supplied ids may repeat).
-   */
-  readonly idGenerated?: boolean;
 }
 
 /**

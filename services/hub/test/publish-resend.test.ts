@@ -1,15 +1,26 @@
 import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { generateUpdateId } from '../src/publish.js';
 import type { Update } from '../src/update.js';
-import { BACKENDS, cleanupRedis, SseStream, startTestHub, subscribeUrl, type TestHub } from './helpers.js';
+import {
+  BACKENDS,
+  cleanupRedis,
+  publisherToken,
+  publishOk,
+  SseStream,
+  startTestHub,
+  subscribeUrl,
+  type TestHub,
+} from './helpers.js';
 
 after(cleanupRedis);
 
 /**
- * ioredis resends a command whose reply was lost in a reconnect (autoResendUnfulfilledCommands),
- * so the same publish can reach the backend twice. A hub-generated id is unique, so its second
- * arrival is a resend and must change nothing; publisher-supplied ids may repeat (hub.md, publish).
+ * ioredis resends a command whose reply was lost in a reconnect, and a publisher retries a publish
+ * answered 503 whose script had in fact run: the same publish can reach the backend twice. An id
+ * whose entry is still in history is never appended again, whether the hub generated it or the
+ * publisher supplied it (docs/hub.md, resent publishes).
  */
 for (const backend of BACKENDS) {
   describe(`a publish sent twice (${backend} backend)`, () => {
@@ -21,54 +32,118 @@ for (const backend of BACKENDS) {
     });
     after(() => hub.close());
 
-    const update = (id: string, data: string, idGenerated: boolean): Update => ({
-      id,
-      topics: [topic],
-      data,
-      private: false,
-      ...(idGenerated ? { idGenerated: true } : {}),
-    });
+    const update = (id: string, data: string): Update => ({ id, topics: [topic], data, private: false });
 
-    test('a hub-generated id is appended and delivered once, and both calls get its position', async () => {
-      const { transport } = hub.server.hub;
+    const cases = [
+      { name: 'a hub-generated id', id: () => generateUpdateId(), payloads: ['once', 'once'] },
+      {
+        name: 'a publisher-supplied id',
+        id: () => `https://example.com/updates/${randomUUID()}`,
+        payloads: ['once', 'once'],
+      },
+      {
+        // The first stays: a reused id within the history window is taken for a retry.
+        name: 'a publisher-supplied id reused with another payload',
+        id: () => `https://example.com/updates/${randomUUID()}`,
+        payloads: ['once', 'other'],
+      },
+    ];
+    for (const { name, id, payloads } of cases) {
+      test(`${name} is appended and delivered once, and every call gets its position`, async () => {
+        const { transport } = hub.server.hub;
+        const stream = await SseStream.open(subscribeUrl(hub.url, [['match', topic]]));
+        const lengthBefore = await transport.historyLength();
+        const resentId = id();
+        const [firstPayload, secondPayload] = payloads as [string, string];
+        const first = await transport.publish(update(resentId, firstPayload));
+        const second = await transport.publish(update(resentId, secondPayload));
+        // Both in one event loop turn too (one pipeline on Redis): still one entry.
+        const [third, fourth] = await Promise.all([
+          transport.publish(update(resentId, secondPayload)),
+          transport.publish(update(resentId, secondPayload)),
+        ]);
+        assert.deepEqual([second, third, fourth], [first, first, first]);
+        const marker = update(generateUpdateId(), 'marker');
+        await transport.publish(marker);
+
+        assert.equal(await transport.historyLength(), lengthBefore + 2);
+        assert.equal(await transport.findPosition(resentId), first);
+        await stream.waitForEvents(2);
+        assert.deepEqual(
+          stream.events.map((event) => [event.id, event.data]),
+          [
+            [resentId, firstPayload],
+            [marker.id, 'marker'],
+          ],
+        );
+        stream.close();
+      });
+    }
+
+    test('over HTTP, a second publish of a supplied id answers 200 with the id and is delivered once', async () => {
       const stream = await SseStream.open(subscribeUrl(hub.url, [['match', topic]]));
-      const lengthBefore = await transport.historyLength();
-      const resent = update(generateUpdateId(), 'once', true);
-      const first = await transport.publish(resent);
-      const second = await transport.publish(resent);
-      // Both in one event loop turn too (one pipeline on Redis): still one entry.
-      const [third, fourth] = await Promise.all([transport.publish(resent), transport.publish(resent)]);
-      assert.deepEqual([second, third, fourth], [first, first, first]);
-      const marker = update(generateUpdateId(), 'marker', true);
-      await transport.publish(marker);
-
-      assert.equal(await transport.historyLength(), lengthBefore + 2);
-      assert.equal(await transport.findPosition(resent.id), first);
+      const id = `https://example.com/updates/${randomUUID()}`;
+      const token = publisherToken();
+      assert.equal(await publishOk(hub.url, { topic, id, data: 'first' }, token), id);
+      assert.equal(await publishOk(hub.url, { topic, id, data: 'retry' }, token), id);
+      const marker = await publishOk(hub.url, { topic, data: 'marker' }, token);
       await stream.waitForEvents(2);
       assert.deepEqual(
-        stream.events.map((event) => event.id),
-        [resent.id, marker.id],
+        stream.events.map((event) => [event.id, event.data]),
+        [
+          [id, 'first'],
+          [marker, 'marker'],
+        ],
       );
       stream.close();
     });
 
-    test('a publisher-supplied id may repeat: each publish is appended and delivered', async () => {
+    test('Last-Event-ID naming a re-published id resumes with exactly the later updates, in order', async () => {
+      const ids = ['u1', 'u2', 'u3', 'u4'].map((name) => `https://example.com/${randomUUID()}/${name}`);
+      const [u1, u2, u3, u4] = ids as [string, string, string, string];
+      const token = publisherToken();
+      for (const id of [u1, u2, u3, u2, u4]) await publishOk(hub.url, { topic, id, data: id }, token);
+      const resumed = await SseStream.open(subscribeUrl(hub.url, [['match', topic]]), {
+        'last-event-id': u2,
+      });
+      assert.equal(resumed.headers['last-event-id'], u2);
+      await resumed.until(() => resumed.events.some((event) => event.id === u4));
+      assert.deepEqual(
+        resumed.events.map((event) => event.id),
+        [u3, u4],
+      );
+      resumed.close();
+    });
+  });
+
+  describe(`an id whose entry left the history (${backend} backend)`, () => {
+    let hub: TestHub;
+    const topic = 'https://example.com/resend/trimmed';
+
+    before(async () => {
+      hub = await startTestHub(backend, { MERCURE_HISTORY_SIZE: '10', MERCURE_HEARTBEAT: '0' });
+    });
+    after(() => hub.close());
+
+    test('is appended anew, and Last-Event-ID resolves to the new entry', async () => {
       const { transport } = hub.server.hub;
-      const stream = await SseStream.open(subscribeUrl(hub.url, [['match', topic]]));
-      const lengthBefore = await transport.historyLength();
-      const supplied = update('https://example.com/updates/supplied', 'again', false);
-      const first = await transport.publish(supplied);
-      const second = await transport.publish(supplied);
+      const id = `https://example.com/updates/${randomUUID()}`;
+      const publishData = (updateId: string, data: string) =>
+        transport.publish({ id: updateId, topics: [topic], data, private: false });
+      const first = await publishData(id, 'first');
+      // Redis trims whole stream nodes (100 entries by default): push the entry well out.
+      for (let index = 0; index < 300; index++) await publishData(generateUpdateId(), `filler ${index}`);
+      assert.equal(await transport.findPosition(id), undefined);
+      const second = await publishData(id, 'second');
       assert.notEqual(second, first);
-      assert.equal(await transport.historyLength(), lengthBefore + 2);
-      // Replay resolves the id to its first entry.
-      assert.equal(await transport.findPosition(supplied.id), first);
-      await stream.waitForEvents(2);
-      assert.deepEqual(
-        stream.events.map((event) => event.data),
-        ['again', 'again'],
+      assert.equal(await transport.findPosition(id), second);
+      const copies = (await transport.readHistory(undefined, second, 1000)).filter(
+        (stored) => stored.id === id,
       );
-      stream.close();
+      assert.deepEqual(
+        copies.map((stored) => [stored.position, stored.data]),
+        [[second, 'second']],
+      );
     });
   });
 }
