@@ -1,7 +1,7 @@
 import type { AddressInfo } from 'node:net';
 import { createServerKit } from '@herald/http';
 import { createMetrics } from '@herald/metrics';
-import type { FastifyInstance, FastifyServerOptions, RouteOptions } from 'fastify';
+import type { FastifyBaseLogger, FastifyInstance, FastifyServerOptions, RouteOptions } from 'fastify';
 import { brokerAuthPlugin, requireDeclaredAccess } from './auth.js';
 import type { BrokerConfig } from './config.js';
 import type { BrokerContext } from './context.js';
@@ -94,8 +94,10 @@ export async function startBroker(config: BrokerConfig, options: StartOptions = 
     retentionMs: config.BROKER_RETENTION_INTERVAL,
     statsMs: config.BROKER_STATS_INTERVAL,
   };
+  // Not awaited: with Redis away at boot the node listens at once and reports not ready
+  // (issue #9, defect 7); maintenance schedules its jobs when Redis is reachable.
   const maintenance: Maintenance = config.REDIS_URL
-    ? await startRedisMaintenance({
+    ? startRedisMaintenance({
         storage: activeStorage,
         metrics: brokerMetrics,
         redisUrl: config.REDIS_URL,
@@ -117,15 +119,21 @@ export async function startBroker(config: BrokerConfig, options: StartOptions = 
   registerStatusRoutes(app, context, maintenance);
 
   lifecycle.addReadinessCheck('storage', () => activeStorage.ready());
+  lifecycle.addReadinessCheck('maintenance', () => maintenance.readiness());
   // Parked pops answer 204 at once so the listener can close without waiting for timeouts.
   lifecycle.onDrain(async () => longPoll.close());
+  const waiting = config.REDIS_URL
+    ? announceWaitForRedis(activeStorage, config.REDIS_URL, app.log)
+    : undefined;
   app.addHook('onClose', async () => {
+    waiting?.stop();
     longPoll.close();
     await maintenance.close();
     await activeStorage.close();
   });
 
   const address = await kit.listen();
+  waiting?.start();
   const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
   const scheme = config.TLS_CERT_FILE ? 'https' : 'http';
   return {
@@ -135,5 +143,54 @@ export async function startBroker(config: BrokerConfig, options: StartOptions = 
     storage: activeStorage,
     close: () => kit.shutdown('close'),
     exitOnSignals: () => kit.exitOnSignals(),
+  };
+}
+
+/** `host:port` of a Redis URL, without its credentials (for logs). */
+function redisAddress(url: string): string {
+  const parsed = new URL(url);
+  return `${parsed.hostname}:${parsed.port || '6379'}`;
+}
+
+/** How often a node that booted without Redis looks for it (to log the one "reachable" line). */
+const WAIT_FOR_REDIS_POLL_MS = 1000;
+
+/**
+ * A node that starts while Redis is away says so once ("waiting for Redis at host:port") and
+ * once more when Redis answers, instead of a stack trace per reconnect attempt; /readyz is 503
+ * meanwhile and requests needing storage answer 503 (docs/broker.md, "Operations").
+ */
+function announceWaitForRedis(storage: BrokerStorage, url: string, log: FastifyBaseLogger) {
+  let timer: NodeJS.Timeout | undefined;
+  let stopped = false;
+  const stop = () => {
+    stopped = true;
+    clearTimeout(timer);
+  };
+  return {
+    stop,
+    start() {
+      const since = Date.now();
+      let announced = false;
+      const look = async () => {
+        const problem = await storage.ready();
+        if (stopped) return;
+        if (problem === undefined) {
+          if (announced)
+            log.info({ waitedMs: Date.now() - since }, `Redis reachable at ${redisAddress(url)}`);
+          return;
+        }
+        if (!announced) {
+          announced = true;
+          log.warn(
+            { reason: problem },
+            `waiting for Redis at ${redisAddress(url)}: not ready until it answers`,
+          );
+        }
+        timer = setTimeout(() => void look(), WAIT_FOR_REDIS_POLL_MS);
+        timer.unref();
+      };
+      void look();
+    },
   };
 }

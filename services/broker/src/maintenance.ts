@@ -15,11 +15,26 @@ export interface MaintenanceIntervals {
 export interface Maintenance {
   /** Runs the stats job now (POST /api/v1/stats/refresh). */
   refreshStats(): Promise<void>;
+  /** A readiness check: undefined while maintenance runs, else why it does not. */
+  readiness(): Promise<string | undefined>;
   close(): Promise<void>;
 }
 
 const JOBS = ['lease-sweep', 'retention', 'stats'] as const;
 type JobName = (typeof JOBS)[number];
+
+/**
+ * How often each node checks that the job schedulers exist and recreates missing ones: Redis
+ * may come back empty (restart without persistence, FLUSHALL, failover to an empty replica),
+ * and then no job would ever run again (issue #9, defect 6).
+ */
+export const SCHEDULER_CHECK_MS = 5000;
+/** A job that has not run for this many of its intervals (plus the grace) fails readiness. */
+export const STALE_INTERVALS = 3;
+/** Slack on top of that, for a busy worker and clock differences between nodes. */
+export const STALE_GRACE_MS = 2000;
+/** Bound on the Redis round trip of the readiness check (Redis away: commands are queued). */
+const CHECK_REPLY_MS = 1000;
 
 function runner(storage: BrokerStorage, metrics: BrokerMetrics): Record<JobName, () => Promise<unknown>> {
   return {
@@ -35,56 +50,164 @@ function runner(storage: BrokerStorage, metrics: BrokerMetrics): Record<JobName,
   };
 }
 
+/** Connection-level failures: they are one outage, logged once (not once per retry). */
+const CONNECTION_ERROR =
+  /ECONNREFUSED|ECONNRESET|ETIMEDOUT|EPIPE|ENOTFOUND|EHOSTUNREACH|Connection is closed/i;
+
+function withinMs<T>(work: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const bound = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no reply from Redis within ${ms} ms (${what})`)), ms);
+  });
+  return Promise.race([work, bound]).finally(() => clearTimeout(timer));
+}
+
 /**
  * With Redis: BullMQ job schedulers (repeatable jobs), so whatever the node count exactly one
  * worker runs each job at a time. The BullMQ prefix carries a hash tag (Cluster-ready) and
  * the connections given to BullMQ are closed here on shutdown.
+ *
+ * Nothing here waits for Redis: the node listens (not ready) while Redis is away at boot, and
+ * the schedulers are created when it is reachable, again on every reconnect and every
+ * SCHEDULER_CHECK_MS when they are missing. Each job run stamps a heartbeat hash; a job whose
+ * stamp is older than STALE_INTERVALS of its interval (+ STALE_GRACE_MS) fails readiness.
  */
-export async function startRedisMaintenance(options: {
+export function startRedisMaintenance(options: {
   storage: BrokerStorage;
   metrics: BrokerMetrics;
   redisUrl: string;
   keyPrefix: string;
   intervals: MaintenanceIntervals;
   log: FastifyBaseLogger;
-}): Promise<Maintenance> {
+}): Maintenance {
   const { storage, metrics, intervals, log } = options;
   const prefix = `{${options.keyPrefix}bull}`;
+  const heartbeatKey = `${prefix}:herald-maintenance-heartbeat`;
   const connections: Redis[] = [];
+  // One line when maintenance loses Redis, one when it has it back: BullMQ reports every
+  // reconnect attempt of each of its connections (a stack trace each, ~100 per outage).
+  let lostAt: number | undefined;
+  let everEstablished = false;
+  const connectionLost = (error: Error) => {
+    if (lostAt !== undefined) return;
+    lostAt = Date.now();
+    // At boot the node already logs "waiting for Redis at host:port" (index.ts).
+    if (everEstablished)
+      log.warn({ err: error }, 'maintenance: Redis unreachable; jobs resume when it is back');
+  };
   const connect = (name: string) => {
     const redis = createRedis(parseRedisOptions(options.redisUrl, { connectionName: name }));
     redis.on('error', () => undefined);
     connections.push(redis);
     return redis;
   };
-  const queue = new Queue('broker-maintenance', { connection: connect('herald-broker-bull-queue'), prefix });
+  const queueConnection = connect('herald-broker-bull-queue');
+  const queue = new Queue('broker-maintenance', { connection: queueConnection, prefix });
   const jobs = runner(storage, metrics);
-  const worker = new Worker('broker-maintenance', async (job: Job) => jobs[job.name as JobName]?.(), {
-    connection: connect('herald-broker-bull-worker'),
-    prefix,
-    concurrency: 3,
-  });
+  const worker = new Worker(
+    'broker-maintenance',
+    async (job: Job) => {
+      const name = job.name as JobName;
+      try {
+        return await jobs[name]?.();
+      } finally {
+        // Ran (a failure is logged below and is the data's problem, not the scheduling's).
+        await queueConnection.hset(heartbeatKey, name, String(Date.now()));
+      }
+    },
+    { connection: connect('herald-broker-bull-worker'), prefix, concurrency: 3 },
+  );
+  const onError = (source: string) => (error: Error) => {
+    if (CONNECTION_ERROR.test(error.message)) connectionLost(error);
+    else log.warn({ err: error }, `maintenance ${source} error`);
+  };
   worker.on('failed', (job, error) => log.warn({ err: error, job: job?.name }, 'maintenance job failed'));
-  worker.on('error', (error) => log.warn({ err: error }, 'maintenance worker error'));
+  worker.on('error', onError('worker'));
   // Without a listener BullMQ prints a queue's connection errors to stderr (Redis outages).
-  queue.on('error', (error) => log.warn({ err: error }, 'maintenance queue error'));
+  queue.on('error', onError('queue'));
+
   const every: Record<JobName, number> = {
     'lease-sweep': intervals.leaseSweepMs,
     retention: intervals.retentionMs,
     stats: intervals.statsMs,
   };
-  for (const name of JOBS) {
-    await queue.upsertJobScheduler(
-      name,
-      { every: every[name] },
-      { name, opts: { removeOnComplete: true, removeOnFail: 50 } },
-    );
-  }
+  /** Why the last scheduler check failed; undefined once it succeeded. */
+  let establishProblem: string | undefined = 'job schedulers not created yet';
+  let establishing: Promise<void> | undefined;
+  let closed = false;
+  /** Creates the schedulers that are missing (upserting an existing one would move its next run). */
+  const establish = (): Promise<void> => {
+    establishing ??= (async () => {
+      try {
+        const missing: JobName[] = [];
+        for (const name of JOBS) {
+          if (!(await queue.getJobScheduler(name))) missing.push(name);
+        }
+        for (const name of missing) {
+          await queue.upsertJobScheduler(
+            name,
+            { every: every[name] },
+            { name, opts: { removeOnComplete: true, removeOnFail: 50 } },
+          );
+        }
+        if (missing.length > 0 && establishProblem === undefined) {
+          log.warn({ jobs: missing }, 'maintenance: job schedulers were missing (Redis emptied?): recreated');
+        }
+        establishProblem = undefined;
+        if (lostAt !== undefined && everEstablished) {
+          log.info({ outageMs: Date.now() - lostAt }, 'maintenance: Redis is back, jobs scheduled');
+        }
+        lostAt = undefined;
+        everEstablished = true;
+      } catch (error) {
+        establishProblem = `cannot create job schedulers: ${(error as Error).message}`;
+        if (CONNECTION_ERROR.test((error as Error).message)) connectionLost(error as Error);
+        else if (!closed) log.warn({ err: error }, 'maintenance: cannot create job schedulers');
+      } finally {
+        establishing = undefined;
+      }
+    })();
+    return establishing;
+  };
+  void establish();
+  queueConnection.on('ready', () => void establish());
+  const checkTimer = setInterval(() => void establish(), SCHEDULER_CHECK_MS);
+  checkTimer.unref();
+
+  /** Since when this node has seen no stamp of a job (a fresh Redis, or a fresh deployment). */
+  const unstampedSince = new Map<JobName, number>();
   return {
     async refreshStats() {
       await storage.refreshStats();
     },
+    async readiness() {
+      if (establishProblem) return establishProblem;
+      const stamps = await withinMs(
+        queueConnection.hmget(heartbeatKey, ...JOBS),
+        CHECK_REPLY_MS,
+        'heartbeat',
+      );
+      const now = Date.now();
+      const stale = new Map<JobName, number>();
+      JOBS.forEach((name, index) => {
+        const stamp = stamps[index];
+        if (stamp) unstampedSince.delete(name);
+        else if (!unstampedSince.has(name)) unstampedSince.set(name, now);
+        const last = stamp ? Number(stamp) : (unstampedSince.get(name) ?? now);
+        if (now - last > STALE_INTERVALS * every[name] + STALE_GRACE_MS) stale.set(name, now - last);
+      });
+      if (stale.size === 0) return undefined;
+      // A long run (retention on a large backlog) stamps only when it ends: running is not stuck.
+      // Unknown (no reply): the stamps alone decide.
+      const active = await withinMs(queue.getJobs(['active']), CHECK_REPLY_MS, 'active jobs').catch(() => []);
+      for (const job of active) stale.delete(job.name as JobName);
+      if (stale.size === 0) return undefined;
+      const late = [...stale].map(([name, ms]) => `${name} (${Math.round(ms / 1000)} s)`);
+      return `jobs not run lately: ${late.join(', ')}`;
+    },
     async close() {
+      closed = true;
+      clearInterval(checkTimer);
       // Redis down: do not wait for a running job (it waits on Redis too) and bound every
       // step; BullMQ's own connections (the worker's blocking duplicate) are cut after.
       const connected = connections.every((connection) => connection.status === 'ready');
@@ -107,18 +230,28 @@ export function startMemoryMaintenance(options: {
   log: FastifyBaseLogger;
 }): Maintenance {
   const jobs = runner(options.storage, options.metrics);
-  const timers = [
+  const every: Record<JobName, number> = {
+    'lease-sweep': options.intervals.leaseSweepMs,
+    retention: options.intervals.retentionMs,
+    stats: options.intervals.statsMs,
+  };
+  const timers = JOBS.map((name) =>
     setInterval(
-      () => void jobs['lease-sweep']().catch((e) => options.log.warn(e)),
-      options.intervals.leaseSweepMs,
+      () =>
+        void jobs[name]().catch((error) =>
+          options.log.warn({ err: error, job: name }, 'maintenance job failed'),
+        ),
+      every[name],
     ),
-    setInterval(() => void jobs.retention().catch((e) => options.log.warn(e)), options.intervals.retentionMs),
-    setInterval(() => void jobs.stats().catch((e) => options.log.warn(e)), options.intervals.statsMs),
-  ];
+  );
   for (const timer of timers) timer.unref();
   return {
     async refreshStats() {
       await options.storage.refreshStats();
+    },
+    // Timers in this process: they run as long as it does.
+    async readiness() {
+      return undefined;
     },
     async close() {
       for (const timer of timers) clearInterval(timer);

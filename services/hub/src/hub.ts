@@ -352,9 +352,13 @@ export function createHub(options: HubOptions): HubServer {
     lifecycle,
     kit,
     async listen() {
+      // Started before binding (its listener is installed synchronously), but the port is not
+      // held back while Redis is away at boot (issue #9, defect 7): the node answers /healthz
+      // at once and /readyz 503 until the pub/sub path is verified.
       started ??= hub.start();
+      const address = await kit.listen();
       await started;
-      return kit.listen();
+      return address;
     },
     shutdown: (reason = 'shutdown') => kit.shutdown(reason),
     exitOnSignals: () => kit.exitOnSignals(),

@@ -34,6 +34,8 @@ export interface ServerKitOptions {
   readonly bodyLimit?: number;
   /** Extra fastify options (tests pass `logger: false`). */
   readonly fastify?: Omit<FastifyServerOptions, 'https' | 'http2'>;
+  /** How often readiness is evaluated without a probe (default `READINESS_INTERVAL_MS`, 5 s). */
+  readonly readinessIntervalMs?: number;
 }
 
 export interface ServerKit {
@@ -109,6 +111,10 @@ export function createServerKit(options: ServerKitOptions): ServerKit {
 
   const lifecycle = new Lifecycle(metrics.ready);
   if (options.onRoute) app.addHook('onRoute', options.onRoute);
+  // Readiness is evaluated on its own timer from the moment the app is ready (before it
+  // listens: a node waiting for Redis already reports 0), not only when /readyz is asked.
+  app.addHook('onReady', async () => lifecycle.startWatching(options.readinessIntervalMs));
+  app.addHook('onClose', async () => lifecycle.stopWatching());
 
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);

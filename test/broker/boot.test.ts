@@ -1,0 +1,80 @@
+/*
+ * A broker started while Redis is down (issue #9, defect 7): it listens at once, reports not
+ * ready, says "waiting for Redis at host:port" once (no stack trace per reconnect attempt),
+ * and becomes ready and serves push/pop as soon as Redis is there.
+ */
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { createInterface } from 'node:readline';
+import { test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { freePort, RedisServer, waitFor } from '@herald/testkit';
+import { call, MAIN } from './nodes.js';
+
+test('a broker booted without Redis listens, is not ready, then ready once Redis starts', {
+  timeout: 60_000,
+}, async () => {
+  const redisPort = await freePort();
+  const port = await freePort();
+  const url = `http://127.0.0.1:${port}`;
+  const child = spawn(process.execPath, [MAIN], {
+    env: {
+      PATH: process.env.PATH ?? '',
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      LOG_LEVEL: 'info',
+      REDIS_URL: `redis://127.0.0.1:${redisPort}`,
+      SHUTDOWN_TIMEOUT: '3000',
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const lines: string[] = [];
+  for (const stream of [child.stdout, child.stderr])
+    createInterface({ input: stream }).on('line', (line) => lines.push(line));
+  let redis: RedisServer | undefined;
+  try {
+    // Promptly: the old broker had no listener for as long as Redis was away.
+    await waitFor(async () => (await fetch(`${url}/healthz`)).status === 200, {
+      what: 'the broker to listen while Redis is down',
+      timeoutMs: 5000,
+    });
+    const notReady = await call(url, 'GET', '/readyz');
+    assert.equal(notReady.status, 503);
+    const waiting = new RegExp(`waiting for Redis at 127\\.0\\.0\\.1:${redisPort}`);
+    await waitFor(() => lines.some((line) => waiting.test(line)), { what: 'the "waiting for Redis" line' });
+    // Several reconnect attempts of every connection (storage, notify, BullMQ queue and worker).
+    await sleep(3000);
+    assert.equal((await call(url, 'GET', '/readyz')).status, 503);
+
+    redis = await RedisServer.start({ port: redisPort });
+    await waitFor(async () => (await call(url, 'GET', '/readyz')).status === 200, {
+      what: 'readiness once Redis is up',
+      timeoutMs: 20_000,
+    });
+    const pushed = await call(url, 'POST', '/api/v1/push', {
+      items: [{ queue: 'boot.q', partition: 'p', payload: { n: 1 } }],
+    });
+    assert.equal(pushed.status, 201);
+    const popped = await call(url, 'GET', '/api/v1/pop/queue/boot.q?consumerGroup=g&autoAck=true');
+    assert.equal(popped.status, 200);
+    assert.deepEqual(popped.body.messages[0].data, { n: 1 });
+
+    await waitFor(() => lines.some((line) => line.includes(`Redis reachable at 127.0.0.1:${redisPort}`)), {
+      what: 'the "Redis reachable" line',
+    });
+    // One clear line, no flood: the waiting line once, and no warning repeated per reconnect
+    // attempt (the old broker wrote a stack trace for each attempt of each connection).
+    const warnings = lines
+      .map((line) => JSON.parse(line) as { level: number; msg: string })
+      .filter((entry) => entry.level >= 40)
+      .map((entry) => entry.msg);
+    assert.equal(warnings.filter((msg) => waiting.test(msg)).length, 1, warnings.join('\n'));
+    assert.equal(new Set(warnings).size, warnings.length, warnings.join('\n'));
+    assert.ok(lines.filter((line) => line.includes('"stack"')).length <= 1, lines.join('\n'));
+  } finally {
+    child.kill('SIGTERM');
+    if (child.exitCode === null) await once(child, 'exit');
+    await redis?.destroy();
+  }
+});
