@@ -1,3 +1,5 @@
+import { RedisUnavailableError } from '@herald/redis';
+
 /**
  * Typed errors of the broker, each with a code and the HTTP status the edge maps it to
  * (fastify's FST_ERR_* habit). Routes never invent status codes for domain failures.
@@ -35,6 +37,21 @@ export const storageUnavailable = (cause: unknown) =>
     503,
     `Storage unavailable: ${cause instanceof Error ? cause.message : String(cause)}`,
   );
+
+/** What ioredis or Redis say when Redis cannot serve: refused connection, a restart still loading, a replica. */
+const UNREACHABLE = /ECONNREFUSED|Connection is closed|ETIMEDOUT|LOADING|READONLY|MaxRetriesPerRequest/i;
+
+/**
+ * The 503 for an error that means "Redis could not be reached" (the request was not done and
+ * may be retried), or undefined for any other error. The storage's connection refuses commands
+ * with a typed `RedisUnavailableError` during an outage (docs/broker.md, "Outages").
+ */
+export function asStorageUnavailable(error: Error): BrokerError | undefined {
+  if (error instanceof RedisUnavailableError || UNREACHABLE.test(`${error.name} ${error.message}`)) {
+    return storageUnavailable(error);
+  }
+  return undefined;
+}
 
 /** Transactions spanning queues need one Lua script over several hash slots. */
 export const crossSlotTransaction = () =>

@@ -72,6 +72,7 @@ export async function startBroker(config: BrokerConfig, options: StartOptions = 
       url: config.REDIS_URL,
       prefix: config.BROKER_KEY_PREFIX,
       commandDuration: metrics.redisCommandDuration,
+      log: app.log,
     });
   } else {
     storage = new MemoryStorage();
