@@ -1,4 +1,4 @@
-import { RedisUnavailableError } from '@herald/redis';
+import { isConnectionError } from '@herald/redis';
 
 /**
  * Typed errors of the broker, each with a code and the HTTP status the edge maps it to
@@ -38,19 +38,16 @@ export const storageUnavailable = (cause: unknown) =>
     `Storage unavailable: ${cause instanceof Error ? cause.message : String(cause)}`,
   );
 
-/** What ioredis or Redis say when Redis cannot serve: refused connection, a restart still loading, a replica. */
-const UNREACHABLE = /ECONNREFUSED|Connection is closed|ETIMEDOUT|LOADING|READONLY|MaxRetriesPerRequest/i;
+/** Redis answering but unable to serve: a restart still loading its data, a replica after a failover. */
+const NOT_SERVING = /^(LOADING|READONLY)\b/;
 
 /**
- * The 503 for an error that means "Redis could not be reached" (the request was not done and
- * may be retried), or undefined for any other error. The storage's connection refuses commands
+ * The 503 for an error that means "Redis could not serve it" (the request was not done and may
+ * be retried), or undefined for any other error. The storage's connection refuses commands
  * with a typed `RedisUnavailableError` during an outage (docs/broker.md, "Outages").
  */
 export function asStorageUnavailable(error: Error): BrokerError | undefined {
-  if (error instanceof RedisUnavailableError || UNREACHABLE.test(`${error.name} ${error.message}`)) {
-    return storageUnavailable(error);
-  }
-  return undefined;
+  return isConnectionError(error) || NOT_SERVING.test(error.message) ? storageUnavailable(error) : undefined;
 }
 
 /** Transactions spanning queues need one Lua script over several hash slots. */

@@ -1,4 +1,4 @@
-import { createRedis, parseRedisOptions, type Redis } from '@herald/redis';
+import { createRedis, isConnectionError, loggableError, parseRedisOptions, type Redis } from '@herald/redis';
 import { type Job, Queue, Worker } from 'bullmq';
 import type { FastifyBaseLogger } from 'fastify';
 import { closeRedis, settleWithin } from './close.js';
@@ -64,10 +64,17 @@ export async function startRedisMaintenance(options: {
     prefix,
     concurrency: 3,
   });
-  worker.on('failed', (job, error) => log.warn({ err: error, job: job?.name }, 'maintenance job failed'));
-  worker.on('error', (error) => log.warn({ err: error }, 'maintenance worker error'));
-  // Without a listener BullMQ prints a queue's connection errors to stderr (Redis outages).
-  queue.on('error', (error) => log.warn({ err: error }, 'maintenance queue error'));
+  // Connection errors repeat on every reconnect attempt of every BullMQ connection: the storage
+  // logs the outage once (OutageLog). Without listeners BullMQ would print them to stderr.
+  worker.on('failed', (job, error) => {
+    if (!isConnectionError(error)) log.warn({ err: error, job: job?.name }, 'maintenance job failed');
+  });
+  worker.on('error', (error) => {
+    if (!isConnectionError(error)) log.warn({ err: loggableError(error) }, 'maintenance worker error');
+  });
+  queue.on('error', (error) => {
+    if (!isConnectionError(error)) log.warn({ err: loggableError(error) }, 'maintenance queue error');
+  });
   const every: Record<JobName, number> = {
     'lease-sweep': intervals.leaseSweepMs,
     retention: intervals.retentionMs,
@@ -109,11 +116,17 @@ export function startMemoryMaintenance(options: {
   const jobs = runner(options.storage, options.metrics);
   const timers = [
     setInterval(
-      () => void jobs['lease-sweep']().catch((e) => options.log.warn(e)),
+      () => void jobs['lease-sweep']().catch((err) => options.log.warn({ err }, 'maintenance job failed')),
       options.intervals.leaseSweepMs,
     ),
-    setInterval(() => void jobs.retention().catch((e) => options.log.warn(e)), options.intervals.retentionMs),
-    setInterval(() => void jobs.stats().catch((e) => options.log.warn(e)), options.intervals.statsMs),
+    setInterval(
+      () => void jobs.retention().catch((err) => options.log.warn({ err }, 'maintenance job failed')),
+      options.intervals.retentionMs,
+    ),
+    setInterval(
+      () => void jobs.stats().catch((err) => options.log.warn({ err }, 'maintenance job failed')),
+      options.intervals.statsMs,
+    ),
   ];
   for (const timer of timers) timer.unref();
   return {

@@ -8,9 +8,12 @@ import {
   keyspace,
   type LuaScript,
   loadScripts,
+  loggableError,
+  OutageLog,
   parseRedisOptions,
   pipelineScript,
   type Redis,
+  redisTarget,
   runScript,
   type ScriptSet,
 } from '@herald/redis';
@@ -93,6 +96,7 @@ export class RedisTransport implements Transport {
   readonly nodeId = randomUUID();
   private readonly command: Redis;
   private readonly subscriber: Redis;
+  private readonly outages: OutageLog;
   private readonly scripts: ScriptSet;
   private readonly keys;
   private listener: UpdateListener | undefined;
@@ -136,9 +140,17 @@ export class RedisTransport implements Transport {
       parseRedisOptions(options.url, { connectionName: 'herald-hub-subscriber', forSubscriber: true }),
     );
     instrumentRedis(this.command, options.metrics.redisCommandDuration);
-    // Errors surface through readiness; without a listener ioredis would print every retry.
-    this.command.on('error', () => undefined);
-    this.subscriber.on('error', () => undefined);
+    // Outages surface through readiness and two log lines (lost, back); without an 'error'
+    // listener ioredis would print every retry.
+    this.outages = new OutageLog(
+      {
+        warn: (details, message) => this.log('warn', message, details),
+        info: (details, message) => this.log('info', message, details),
+      },
+      redisTarget(options.url),
+    );
+    this.outages.watch(this.command, 'herald-hub-command');
+    this.outages.watch(this.subscriber, 'herald-hub-subscriber');
   }
 
   private script(name: string): LuaScript {
@@ -171,7 +183,7 @@ export class RedisTransport implements Transport {
     } catch (error) {
       this.baselineUnknown = true;
       this.log('warn', 'could not read the history tail at start; Redis unreachable?', {
-        error: String(error),
+        err: loggableError(error),
       });
     }
     // Not awaited: while Redis is down the command waits in the offline queue, and the node must
@@ -273,7 +285,9 @@ export class RedisTransport implements Transport {
       }
     } catch (error) {
       ok = false;
-      this.log('warn', 'pub/sub recovery failed; retrying', { error: String(error) });
+      // During an outage every probe fails: the outage's own line says it once.
+      if (!this.outages.down)
+        this.log('warn', 'pub/sub recovery failed; retrying', { err: loggableError(error) });
     } finally {
       this.probing = false;
     }
@@ -363,7 +377,7 @@ export class RedisTransport implements Transport {
         if (this.pendingPublishes.length === 1) setImmediate(() => this.flushPublishes());
       });
     } catch (error) {
-      this.log('error', 'publish failed', { error: String(error) });
+      this.log('error', 'publish failed', { err: loggableError(error) });
       throw backendUnavailable();
     }
   }
@@ -515,7 +529,9 @@ export class RedisTransport implements Transport {
         this.orphanHandler?.(claimed.map((text) => JSON.parse(text) as SubscriptionRecord));
       }
     } catch (error) {
-      this.log('warn', 'subscription lease renewal failed', { error: String(error) });
+      if (!this.outages.down) {
+        this.log('warn', 'subscription lease renewal failed', { err: loggableError(error) });
+      }
     }
     this.scheduleLease(Math.max(250, Math.floor(this.options.subscriptionsLease / 3)));
   }

@@ -4,5 +4,6 @@ export { applyDeadlines, RedisUnavailableError, type RedisUnavailableReason } fr
 export { probeRedis, type RedisProbeResult } from './health.js';
 export { instrumentRedis } from './instrument.js';
 export { hashTag, type Keyspace, keyspace } from './keys.js';
+export { isConnectionError, type LoggedError, loggableError } from './log-error.js';
 export { OutageLog, type OutageLogger, redisTarget } from './outage-log.js';
 export { type LuaScript, loadScripts, pipelineScript, runScript, type ScriptSet } from './scripts.js';

@@ -1,4 +1,5 @@
 import type { Redis } from 'ioredis';
+import { loggableError } from './log-error.js';
 
 /** The two pino-style methods an outage is logged with. */
 export interface OutageLogger {
@@ -12,18 +13,10 @@ export function redisTarget(url: string): string {
   return `${parsed.hostname}:${parsed.port || '6379'}`;
 }
 
-function describe(error: Error | undefined): { type: string; message: string; code?: string } | undefined {
-  if (!error) return undefined;
-  const code = (error as NodeJS.ErrnoException).code;
-  // Name, message and code only: a connection error's stack is ioredis internals, and ioredis
-  // errors may carry the failed command (a whole script, payloads).
-  return { type: error.name, message: error.message, ...(code ? { code } : {}) };
-}
-
 /**
  * Logs a node's Redis outages: ONE line when the first of its connections is lost (or cannot
  * connect at boot), ONE line when all of them are back, with the outage length. ioredis emits
- * 'error' on every reconnect attempt (every 2 s at most, docs/contracts.md); those are counted,
+ * 'error' on every reconnect attempt (backoff capped at 2 s, connection.ts); those are counted,
  * never logged one by one, so an outage of any length costs two lines.
  */
 export class OutageLog {
@@ -36,6 +29,11 @@ export class OutageLog {
     private readonly log: OutageLogger,
     private readonly target: string,
   ) {}
+
+  /** True from the first connection lost until all are back: repeated failures then say nothing new. */
+  get down(): boolean {
+    return this.lost.size > 0;
+  }
 
   /** Watches one connection; `name` tells connections apart in the lines (`herald-broker`). */
   watch(redis: Redis, name: string): void {
@@ -64,7 +62,7 @@ export class OutageLog {
     this.attempts = 0;
     const everConnected = this.connected.size > 0;
     this.log.warn(
-      { redis: this.target, connection: name, ...(cause ? { err: describe(cause) } : {}) },
+      { redis: this.target, connection: name, ...(cause ? { err: loggableError(cause) } : {}) },
       everConnected
         ? `Redis at ${this.target} lost; refusing requests that need it until it is back`
         : `waiting for Redis at ${this.target}`,
