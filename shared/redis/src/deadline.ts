@@ -22,23 +22,35 @@ export class RedisUnavailableError extends Error {
   }
 }
 
-/**
- * The commands that share one deadline: a command sent alone, or every command of one pipeline
- * or MULTI. ioredis writes a pipeline in one buffer once all its commands passed `sendCommand`,
- * so its commands must be sent, refused or dropped together: dropping some would leave the
- * buffer unwritten while the others wait for replies that belong to later commands.
- */
-interface Group {
-  refusal: RedisUnavailableError | undefined;
-  readonly members: Set<Command>;
-  unsettled: number;
-  timer: NodeJS.Timeout | undefined;
+/** The part of a command queue entry (ioredis `CommandItem`) the sweep reads. */
+interface QueuedItem {
+  readonly command: Command;
+  readonly stream?: Stream;
 }
 
-function pipelineOf(stream: Stream): object | undefined {
+/** ioredis' FIFO queues (denque): `commandQueue` is public, the other two are not typed. */
+interface Queue {
+  readonly length: number;
+  peekAt(index: number): QueuedItem | undefined;
+}
+
+interface Queues {
+  readonly commandQueue: Queue;
+  readonly offlineQueue?: Queue;
+  readonly prevCommandQueue?: Queue | null;
+}
+
+/**
+ * The key a deadline and a refusal belong to: the command, or for a pipeline or MULTI its
+ * stream, shared by all its commands. ioredis writes a pipeline in one buffer once all its
+ * commands passed `sendCommand`, so they must be sent, refused or dropped together: dropping
+ * some would leave the buffer unwritten while the others wait for replies that belong to
+ * later commands.
+ */
+function keyOf(command: Command, stream: Stream | undefined): object {
   return stream && typeof stream === 'object' && 'isPipeline' in stream && stream.isPipeline
     ? stream
-    : undefined;
+    : command;
 }
 
 /**
@@ -47,8 +59,9 @@ function pipelineOf(stream: Stream): object | undefined {
  *
  * - While the connection is lost (from its 'close' until it is 'ready' again, a handshake in
  *   progress excepted), a new command is refused at once: it never enters the offline queue.
- * - Any other command (queued during the first connect or a handshake, or written and not yet
- *   answered) is refused when `timeoutMs` pass without a reply.
+ * - Any other command (queued during the first connect or a handshake, written and not yet
+ *   answered, or waiting to be re-sent) is refused once `timeoutMs` passed without a reply,
+ *   checked every `timeoutMs / 4` (100 ms at most): refused within 1.25 x `timeoutMs`.
  * - A refused command is never written afterwards: ioredis re-sends unanswered commands and
  *   flushes its offline queue through `sendCommand` once reconnected, and this wrapper drops
  *   refused ones there. Unanswered commands that are still within their deadline are re-sent
@@ -58,12 +71,17 @@ function pipelineOf(stream: Stream): object | undefined {
  *   (Redis stalled rather than died, or died after executing it but before replying). The
  *   caller saw an error, so the outcome is unknown to it; a retry is safe because of the
  *   idempotency rule above.
+ *
+ * One periodic sweep over ioredis' own queues, not a timer per command: the queues hold exactly
+ * the unanswered commands, and nothing here keeps an answered one (or its payload) alive.
  */
 export function applyDeadlines(redis: Redis, timeoutMs: number, target: string): void {
   const send = redis.sendCommand.bind(redis);
-  /** Keyed by the command, or by the pipeline's stream for a pipeline's commands. */
-  const groups = new WeakMap<object, Group>();
+  const queues = redis as unknown as Queues;
+  const firstSent = new WeakMap<object, number>();
+  const refused = new WeakMap<object, RedisUnavailableError>();
   let lostAt: number | undefined;
+  let sweeper: NodeJS.Timeout | undefined;
   redis.on('close', () => {
     lostAt ??= Date.now();
   });
@@ -71,57 +89,61 @@ export function applyDeadlines(redis: Redis, timeoutMs: number, target: string):
     lostAt = undefined;
   });
 
-  const refuse = (group: Group, refusal: RedisUnavailableError) => {
-    group.refusal = refusal;
-    clearTimeout(group.timer);
-    for (const member of group.members) member.reject(refusal);
+  const sweepQueue = (queue: Queue | null | undefined, now: number): number => {
+    if (!queue) return 0;
+    for (let index = 0; index < queue.length; index++) {
+      const item = queue.peekAt(index);
+      if (!item) continue;
+      const key = keyOf(item.command, item.stream);
+      let refusal = refused.get(key);
+      if (!refusal && (firstSent.get(key) ?? now) <= now - timeoutMs) {
+        refusal = new RedisUnavailableError(
+          'timeout',
+          `no reply from Redis at ${target} within ${timeoutMs} ms`,
+        );
+        refused.set(key, refusal);
+      }
+      // Rejecting twice is harmless: a promise settles once.
+      if (refusal) item.command.reject(refusal);
+    }
+    return queue.length;
   };
-
-  const join = (group: Group, command: Command) => {
-    if (group.members.has(command)) return;
-    group.members.add(command);
-    group.unsettled += 1;
-    const settled = () => {
-      group.unsettled -= 1;
-      if (group.unsettled === 0) clearTimeout(group.timer);
-    };
-    command.promise.then(settled, settled);
+  const sweep = () => {
+    const now = Date.now();
+    const pending =
+      sweepQueue(queues.commandQueue, now) +
+      sweepQueue(queues.offlineQueue, now) +
+      sweepQueue(queues.prevCommandQueue, now);
+    if (pending === 0) {
+      clearInterval(sweeper);
+      sweeper = undefined;
+    }
   };
 
   redis.sendCommand = ((command: Command, stream?: Stream) => {
-    const key = pipelineOf(stream) ?? command;
-    let group = groups.get(key);
-    if (!group) {
-      group = { refusal: undefined, members: new Set(), unsettled: 0, timer: undefined };
-      groups.set(key, group);
-      const created = group;
-      created.timer = setTimeout(
-        () =>
-          refuse(
-            created,
-            new RedisUnavailableError('timeout', `no reply from Redis at ${target} within ${timeoutMs} ms`),
-          ),
-        timeoutMs,
-      );
-      created.timer.unref();
-    }
-    join(group, command);
-    if (group.refusal) {
-      // Refused earlier (this is ioredis re-sending or flushing it), or a sibling of a pipeline
+    const key = keyOf(command, stream);
+    const refusal = refused.get(key);
+    if (refusal) {
+      // Refused earlier (this is ioredis re-sending or flushing it), or a sibling in a pipeline
       // being refused: the command is not written.
-      command.reject(group.refusal);
+      command.reject(refusal);
       return command.promise;
     }
     if (lostAt !== undefined && redis.status !== 'ready' && redis.status !== 'connect') {
       const seconds = ((Date.now() - lostAt) / 1000).toFixed(1);
-      refuse(
-        group,
-        new RedisUnavailableError(
-          'disconnected',
-          `Redis at ${target} unreachable (connection lost ${seconds} s ago)`,
-        ),
+      const error = new RedisUnavailableError(
+        'disconnected',
+        `Redis at ${target} unreachable (connection lost ${seconds} s ago)`,
       );
+      refused.set(key, error);
+      command.reject(error);
       return command.promise;
+    }
+    // The deadline counts from the first attempt, not from a re-send.
+    if (!firstSent.has(key)) firstSent.set(key, Date.now());
+    if (!sweeper) {
+      sweeper = setInterval(sweep, Math.min(100, Math.max(1, Math.floor(timeoutMs / 4))));
+      sweeper.unref();
     }
     return send(command, stream);
   }) as typeof redis.sendCommand;
