@@ -60,9 +60,12 @@ test('a broker booted without Redis listens, is not ready, then ready once Redis
     assert.equal(popped.status, 200);
     assert.deepEqual(popped.body.messages[0].data, { n: 1 });
 
-    await waitFor(() => lines.some((line) => line.includes(`Redis reachable at 127.0.0.1:${redisPort}`)), {
-      what: 'the "Redis reachable" line',
-    });
+    await waitFor(
+      () => lines.some((line) => line.includes(`Redis at 127.0.0.1:${redisPort} is back after`)),
+      {
+        what: 'the "Redis is back" line',
+      },
+    );
     // One clear line, no flood: the waiting line once, and no warning repeated per reconnect
     // attempt (the old broker wrote a stack trace for each attempt of each connection).
     const warnings = lines

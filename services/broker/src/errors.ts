@@ -1,3 +1,5 @@
+import { isConnectionError } from '@herald/redis';
+
 /**
  * Typed errors of the broker, each with a code and the HTTP status the edge maps it to
  * (fastify's FST_ERR_* habit). Routes never invent status codes for domain failures.
@@ -35,6 +37,18 @@ export const storageUnavailable = (cause: unknown) =>
     503,
     `Storage unavailable: ${cause instanceof Error ? cause.message : String(cause)}`,
   );
+
+/** Redis answering but unable to serve: a restart still loading its data, a replica after a failover. */
+const NOT_SERVING = /^(LOADING|READONLY)\b/;
+
+/**
+ * The 503 for an error that means "Redis could not serve it" (the request was not done and may
+ * be retried), or undefined for any other error. The storage's connection refuses commands
+ * with a typed `RedisUnavailableError` during an outage (docs/broker.md, "Outages").
+ */
+export function asStorageUnavailable(error: Error): BrokerError | undefined {
+  return isConnectionError(error) || NOT_SERVING.test(error.message) ? storageUnavailable(error) : undefined;
+}
 
 /** Transactions spanning queues need one Lua script over several hash slots. */
 export const crossSlotTransaction = () =>

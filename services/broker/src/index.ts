@@ -72,6 +72,7 @@ export async function startBroker(config: BrokerConfig, options: StartOptions = 
       url: config.REDIS_URL,
       prefix: config.BROKER_KEY_PREFIX,
       commandDuration: metrics.redisCommandDuration,
+      log: app.log,
     });
   } else {
     storage = new MemoryStorage();
@@ -122,18 +123,13 @@ export async function startBroker(config: BrokerConfig, options: StartOptions = 
   lifecycle.addReadinessCheck('maintenance', () => maintenance.readiness());
   // Parked pops answer 204 at once so the listener can close without waiting for timeouts.
   lifecycle.onDrain(async () => longPoll.close());
-  const waiting = config.REDIS_URL
-    ? announceWaitForRedis(activeStorage, config.REDIS_URL, app.log)
-    : undefined;
   app.addHook('onClose', async () => {
-    waiting?.stop();
     longPoll.close();
     await maintenance.close();
     await activeStorage.close();
   });
 
   const address = await kit.listen();
-  waiting?.start();
   const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
   const scheme = config.TLS_CERT_FILE ? 'https' : 'http';
   return {
@@ -143,54 +139,5 @@ export async function startBroker(config: BrokerConfig, options: StartOptions = 
     storage: activeStorage,
     close: () => kit.shutdown('close'),
     exitOnSignals: () => kit.exitOnSignals(),
-  };
-}
-
-/** `host:port` of a Redis URL, without its credentials (for logs). */
-function redisAddress(url: string): string {
-  const parsed = new URL(url);
-  return `${parsed.hostname}:${parsed.port || '6379'}`;
-}
-
-/** How often a node that booted without Redis looks for it (to log the one "reachable" line). */
-const WAIT_FOR_REDIS_POLL_MS = 1000;
-
-/**
- * A node that starts while Redis is away says so once ("waiting for Redis at host:port") and
- * once more when Redis answers, instead of a stack trace per reconnect attempt; /readyz is 503
- * meanwhile and requests needing storage answer 503 (docs/broker.md, "Operations").
- */
-function announceWaitForRedis(storage: BrokerStorage, url: string, log: FastifyBaseLogger) {
-  let timer: NodeJS.Timeout | undefined;
-  let stopped = false;
-  const stop = () => {
-    stopped = true;
-    clearTimeout(timer);
-  };
-  return {
-    stop,
-    start() {
-      const since = Date.now();
-      let announced = false;
-      const look = async () => {
-        const problem = await storage.ready();
-        if (stopped) return;
-        if (problem === undefined) {
-          if (announced)
-            log.info({ waitedMs: Date.now() - since }, `Redis reachable at ${redisAddress(url)}`);
-          return;
-        }
-        if (!announced) {
-          announced = true;
-          log.warn(
-            { reason: problem },
-            `waiting for Redis at ${redisAddress(url)}: not ready until it answers`,
-          );
-        }
-        timer = setTimeout(() => void look(), WAIT_FOR_REDIS_POLL_MS);
-        timer.unref();
-      };
-      void look();
-    },
   };
 }

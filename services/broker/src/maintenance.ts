@@ -1,4 +1,4 @@
-import { createRedis, parseRedisOptions, type Redis } from '@herald/redis';
+import { createRedis, isConnectionError, loggableError, parseRedisOptions, type Redis } from '@herald/redis';
 import { type Job, Queue, Worker } from 'bullmq';
 import type { FastifyBaseLogger } from 'fastify';
 import { closeRedis, settleWithin } from './close.js';
@@ -50,10 +50,6 @@ function runner(storage: BrokerStorage, metrics: BrokerMetrics): Record<JobName,
   };
 }
 
-/** Connection-level failures: they are one outage, logged once (not once per retry). */
-const CONNECTION_ERROR =
-  /ECONNREFUSED|ECONNRESET|ETIMEDOUT|EPIPE|ENOTFOUND|EHOSTUNREACH|Connection is closed/i;
-
 function withinMs<T>(work: Promise<T>, ms: number, what: string): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const bound = new Promise<never>((_, reject) => {
@@ -84,17 +80,9 @@ export function startRedisMaintenance(options: {
   const prefix = `{${options.keyPrefix}bull}`;
   const heartbeatKey = `${prefix}:herald-maintenance-heartbeat`;
   const connections: Redis[] = [];
-  // One line when maintenance loses Redis, one when it has it back: BullMQ reports every
-  // reconnect attempt of each of its connections (a stack trace each, ~100 per outage).
-  let lostAt: number | undefined;
-  let everEstablished = false;
-  const connectionLost = (error: Error) => {
-    if (lostAt !== undefined) return;
-    lostAt = Date.now();
-    // At boot the node already logs "waiting for Redis at host:port" (index.ts).
-    if (everEstablished)
-      log.warn({ err: error }, 'maintenance: Redis unreachable; jobs resume when it is back');
-  };
+  // BullMQ reports every reconnect attempt of each of its connections (a stack trace each,
+  // ~100 per outage); the storage logs an outage once, when lost and when back (OutageLog), so
+  // connection errors are not logged here.
   const connect = (name: string) => {
     const redis = createRedis(parseRedisOptions(options.redisUrl, { connectionName: name }));
     redis.on('error', () => undefined);
@@ -118,10 +106,12 @@ export function startRedisMaintenance(options: {
     { connection: connect('herald-broker-bull-worker'), prefix, concurrency: 3 },
   );
   const onError = (source: string) => (error: Error) => {
-    if (CONNECTION_ERROR.test(error.message)) connectionLost(error);
-    else log.warn({ err: error }, `maintenance ${source} error`);
+    if (!isConnectionError(error)) log.warn({ err: loggableError(error) }, `maintenance ${source} error`);
   };
-  worker.on('failed', (job, error) => log.warn({ err: error, job: job?.name }, 'maintenance job failed'));
+  worker.on('failed', (job, error) => {
+    if (!isConnectionError(error))
+      log.warn({ err: loggableError(error), job: job?.name }, 'maintenance job failed');
+  });
   worker.on('error', onError('worker'));
   // Without a listener BullMQ prints a queue's connection errors to stderr (Redis outages).
   queue.on('error', onError('queue'));
@@ -154,15 +144,11 @@ export function startRedisMaintenance(options: {
           log.warn({ jobs: missing }, 'maintenance: job schedulers were missing (Redis emptied?): recreated');
         }
         establishProblem = undefined;
-        if (lostAt !== undefined && everEstablished) {
-          log.info({ outageMs: Date.now() - lostAt }, 'maintenance: Redis is back, jobs scheduled');
-        }
-        lostAt = undefined;
-        everEstablished = true;
       } catch (error) {
         establishProblem = `cannot create job schedulers: ${(error as Error).message}`;
-        if (CONNECTION_ERROR.test((error as Error).message)) connectionLost(error as Error);
-        else if (!closed) log.warn({ err: error }, 'maintenance: cannot create job schedulers');
+        if (!isConnectionError(error) && !closed) {
+          log.warn({ err: loggableError(error) }, 'maintenance: cannot create job schedulers');
+        }
       } finally {
         establishing = undefined;
       }

@@ -2,9 +2,12 @@ import type { Histogram } from '@herald/metrics';
 import {
   createRedis,
   instrumentRedis,
+  OutageLog,
+  type OutageLogger,
   parseRedisOptions,
   probeRedis,
   type Redis,
+  redisTarget,
   runScript,
   type ScriptSet,
 } from '@herald/redis';
@@ -44,7 +47,15 @@ export interface RedisStorageOptions {
   /** Prefix of every key (`herald:broker:`); each queue's keys add a hash tag after it. */
   readonly prefix: string;
   readonly commandDuration?: Histogram<'command'>;
+  /** Where the node's Redis outages are logged (one line lost, one back: `OutageLog`). */
+  readonly log: OutageLogger;
 }
+
+/**
+ * A request's Redis command is refused after this long without a reply (at once while the
+ * connection is down), so the route answers 503 instead of hanging (docs/broker.md, "Outages").
+ */
+export const COMMAND_TIMEOUT_MS = 1000;
 
 const encode = encodeURIComponent;
 const decode = decodeURIComponent;
@@ -121,14 +132,17 @@ export class RedisStorage implements BrokerStorage {
 
   constructor(private readonly options: RedisStorageOptions) {
     this.prefix = options.prefix;
-    this.redis = createRedis(parseRedisOptions(options.url, { connectionName: 'herald-broker' }));
+    this.redis = createRedis(
+      parseRedisOptions(options.url, { connectionName: 'herald-broker', commandTimeout: COMMAND_TIMEOUT_MS }),
+    );
     if (options.commandDuration) instrumentRedis(this.redis, options.commandDuration);
     this.subscriber = createRedis(
       parseRedisOptions(options.url, { connectionName: 'herald-broker-notify', forSubscriber: true }),
     );
-    // Outages surface through /readyz and failed requests; an unhandled 'error' event would crash.
-    this.redis.on('error', () => undefined);
-    this.subscriber.on('error', () => undefined);
+    // Outages surface through /readyz, 503s and two log lines; an unhandled 'error' event would crash.
+    const outages = new OutageLog(options.log, redisTarget(options.url));
+    outages.watch(this.redis, 'herald-broker');
+    outages.watch(this.subscriber, 'herald-broker-notify');
     this.scripts = loadBrokerScripts();
     this.traces = new RedisTraces(this.redis, (...parts) => this.key(...parts));
     this.subscriber.on('message', (channel: string, message: string) => {

@@ -9,9 +9,12 @@ import {
   keyspace,
   type LuaScript,
   loadScripts,
+  loggableError,
+  OutageLog,
   parseRedisOptions,
   pipelineScript,
   type Redis,
+  redisTarget,
   runScript,
   type ScriptSet,
 } from '@herald/redis';
@@ -120,6 +123,7 @@ export class RedisTransport implements Transport {
   private readonly subscriber: Redis;
   private clock: RedisClock | undefined;
   private clockMeasurement: Promise<RedisClock> | undefined;
+  private readonly outages: OutageLog;
   private readonly scripts: ScriptSet;
   private readonly keys;
   private listener: UpdateListener | undefined;
@@ -167,15 +171,23 @@ export class RedisTransport implements Transport {
     );
     instrumentRedis(this.command, options.metrics.redisCommandDuration);
     instrumentRedis(this.publisher, options.metrics.redisCommandDuration);
-    // Errors surface through readiness; without a listener ioredis would print every retry.
-    this.command.on('error', () => undefined);
-    this.publisher.on('error', () => undefined);
+    // Outages surface through readiness and two log lines (lost, back); without an 'error'
+    // listener ioredis would print every retry.
+    this.outages = new OutageLog(
+      {
+        warn: (details, message) => this.log('warn', message, details),
+        info: (details, message) => this.log('info', message, details),
+      },
+      redisTarget(options.url),
+    );
+    this.outages.watch(this.command, 'herald-hub-command');
+    this.outages.watch(this.publisher, 'herald-hub-publisher');
+    this.outages.watch(this.subscriber, 'herald-hub-subscriber');
     // Another Redis may answer after a reconnect (a failover): its clock is measured afresh.
     this.publisher.on('close', () => {
       this.clock = undefined;
     });
     this.publisher.on('ready', () => void this.measureClock().catch(() => undefined));
-    this.subscriber.on('error', () => undefined);
   }
 
   private script(name: string): LuaScript {
@@ -208,7 +220,7 @@ export class RedisTransport implements Transport {
     } catch (error) {
       this.baselineUnknown = true;
       this.log('warn', 'could not read the history tail at start; Redis unreachable?', {
-        error: String(error),
+        err: loggableError(error),
       });
     }
     // Not awaited: while Redis is down the command waits in the offline queue, and the node must
@@ -310,7 +322,9 @@ export class RedisTransport implements Transport {
       }
     } catch (error) {
       ok = false;
-      this.log('warn', 'pub/sub recovery failed; retrying', { error: String(error) });
+      // During an outage every probe fails: the outage's own line says it once.
+      if (!this.outages.down)
+        this.log('warn', 'pub/sub recovery failed; retrying', { err: loggableError(error) });
     } finally {
       this.probing = false;
     }
@@ -419,7 +433,7 @@ export class RedisTransport implements Transport {
         if (this.pendingPublishes.length === 1) setImmediate(() => this.flushPublishes());
       });
     } catch (error) {
-      this.log('error', 'publish failed', { error: String(error) });
+      this.log('error', 'publish failed', { err: loggableError(error) });
       throw backendUnavailable();
     }
   }
@@ -579,7 +593,9 @@ export class RedisTransport implements Transport {
         this.orphanHandler?.(claimed.map((text) => JSON.parse(text) as SubscriptionRecord));
       }
     } catch (error) {
-      this.log('warn', 'subscription lease renewal failed', { error: String(error) });
+      if (!this.outages.down) {
+        this.log('warn', 'subscription lease renewal failed', { err: loggableError(error) });
+      }
     }
     this.scheduleLease(Math.max(250, Math.floor(this.options.subscriptionsLease / 3)));
   }

@@ -1,4 +1,6 @@
 import { type RedisOptions as IORedisOptions, Redis } from 'ioredis';
+import { applyDeadlines } from './deadline.js';
+import { redisTarget } from './outage-log.js';
 
 /**
  * Where Redis lives. Only `standalone` is implemented; the union is the seam where Sentinel
@@ -14,6 +16,13 @@ export interface RedisOptions {
   readonly failFast?: boolean;
   /** Subscriber connections must not run a READY check that issues INFO in subscriber mode. */
   readonly forSubscriber?: boolean;
+  /**
+   * Data-plane mode (ms): commands are refused with a `RedisUnavailableError` at once while the
+   * connection is lost, and when no reply comes within this many ms; a refused command is never
+   * written afterwards (`applyDeadlines`). Not for BullMQ connections (it needs its commands to
+   * wait) nor subscribers.
+   */
+  readonly commandTimeout?: number;
 }
 
 /** Options from a `redis://` or `rediss://` URL (database, user, password, TLS from the URL). */
@@ -40,7 +49,12 @@ export function createRedis(options: RedisOptions): Redis {
     reconnectOnError: (error) => error.message.startsWith('READONLY'),
   };
   switch (options.topology.kind) {
-    case 'standalone':
-      return new Redis(options.topology.url, common);
+    case 'standalone': {
+      const redis = new Redis(options.topology.url, common);
+      if (options.commandTimeout !== undefined) {
+        applyDeadlines(redis, options.commandTimeout, redisTarget(options.topology.url));
+      }
+      return redis;
+    }
   }
 }

@@ -1,5 +1,5 @@
 import type { FastifyError, FastifyInstance, FastifyReply } from 'fastify';
-import { BrokerError } from '../errors.js';
+import { asStorageUnavailable, BrokerError } from '../errors.js';
 import { depthExceededAt } from '../json-depth.js';
 import { LIMITS } from '../validation.js';
 import { PUBLIC } from './access.js';
@@ -60,19 +60,20 @@ export function registerConventions(app: FastifyInstance): void {
     if (typeof status === 'number' && status >= 400 && status < 500) {
       return reply.code(status).send({ error: error.message });
     }
-    const unreachable =
-      /ECONNREFUSED|Connection is closed|ETIMEDOUT|LOADING|READONLY|MaxRetriesPerRequest/i.test(
-        `${error.name} ${error.message}`,
-      );
+    const unavailable = asStorageUnavailable(error);
+    if (unavailable) {
+      // Expected while Redis is away, and logged once per outage by the storage (OutageLog): a
+      // line per refused request would flood the log.
+      request.log.debug({ err: { type: error.name, message: error.message } }, 'storage unavailable');
+      return reply.code(unavailable.statusCode).send({ error: unavailable.message });
+    }
     // Name, message and stack only: ioredis errors carry the failed command, whose arguments
     // are a whole Lua script (EVAL) or every payload of the request.
     request.log.error(
       { err: { type: error.name, message: error.message, stack: error.stack } },
       'request failed',
     );
-    return reply
-      .code(unreachable ? 503 : 500)
-      .send({ error: unreachable ? `Storage unavailable: ${error.message}` : 'Internal server error' });
+    return reply.code(500).send({ error: 'Internal server error' });
   });
 }
 

@@ -1,0 +1,150 @@
+import type { Redis } from 'ioredis';
+
+type Command = Parameters<Redis['sendCommand']>[0];
+type Stream = Parameters<Redis['sendCommand']>[1];
+
+/** Why a command was refused: the connection is down, or no reply came within the deadline. */
+export type RedisUnavailableReason = 'disconnected' | 'timeout';
+
+/**
+ * A command refused by the fail-fast mode of `createRedis({ commandTimeout })`. Such a command
+ * is never written to Redis after the refusal (see `applyDeadlines` for the exact guarantee),
+ * so an edge may answer "not done, retry" (a 503).
+ */
+export class RedisUnavailableError extends Error {
+  override readonly name = 'RedisUnavailableError';
+  readonly code = 'HERALD_REDIS_UNAVAILABLE';
+  constructor(
+    readonly reason: RedisUnavailableReason,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** The part of a command queue entry (ioredis `CommandItem`) the sweep reads. */
+interface QueuedItem {
+  readonly command: Command;
+  readonly stream?: Stream;
+}
+
+/** ioredis' FIFO queues (denque): `commandQueue` is public, the other two are not typed. */
+interface Queue {
+  readonly length: number;
+  peekAt(index: number): QueuedItem | undefined;
+}
+
+interface Queues {
+  readonly commandQueue: Queue;
+  readonly offlineQueue?: Queue;
+  readonly prevCommandQueue?: Queue | null;
+}
+
+/**
+ * The key a deadline and a refusal belong to: the command, or for a pipeline or MULTI its
+ * stream, shared by all its commands. ioredis writes a pipeline in one buffer once all its
+ * commands passed `sendCommand`, so they must be sent, refused or dropped together: dropping
+ * some would leave the buffer unwritten while the others wait for replies that belong to
+ * later commands.
+ */
+function keyOf(command: Command, stream: Stream | undefined): object {
+  return stream && typeof stream === 'object' && 'isPipeline' in stream && stream.isPipeline
+    ? stream
+    : command;
+}
+
+/**
+ * Fail-fast mode for data-plane connections (a request waits on the reply, and must get a
+ * prompt "unavailable" instead of hanging through a Redis outage and landing later):
+ *
+ * - While the connection is lost (from its 'close' until it is 'ready' again, a handshake in
+ *   progress excepted), a new command is refused at once: it never enters the offline queue.
+ * - Any other command (queued during the first connect or a handshake, written and not yet
+ *   answered, or waiting to be re-sent) is refused once `timeoutMs` passed without a reply,
+ *   checked every `timeoutMs / 4` (100 ms at most): refused within 1.25 x `timeoutMs`.
+ * - A refused command is never written afterwards: ioredis re-sends unanswered commands and
+ *   flushes its offline queue through `sendCommand` once reconnected, and this wrapper drops
+ *   refused ones there. Unanswered commands that are still within their deadline are re-sent
+ *   (their request still waits), which is why state-changing scripts must be idempotent per
+ *   request (docs/broker.md, "Outages").
+ * - Not guaranteed: a command already WRITTEN before its deadline passed may still run in Redis
+ *   (Redis stalled rather than died, or died after executing it but before replying). The
+ *   caller saw an error, so the outcome is unknown to it; a retry is safe because of the
+ *   idempotency rule above.
+ *
+ * One periodic sweep over ioredis' own queues, not a timer per command: the queues hold exactly
+ * the unanswered commands, and nothing here keeps an answered one (or its payload) alive.
+ */
+export function applyDeadlines(redis: Redis, timeoutMs: number, target: string): void {
+  const send = redis.sendCommand.bind(redis);
+  const queues = redis as unknown as Queues;
+  const firstSent = new WeakMap<object, number>();
+  const refused = new WeakMap<object, RedisUnavailableError>();
+  let lostAt: number | undefined;
+  let sweeper: NodeJS.Timeout | undefined;
+  redis.on('close', () => {
+    lostAt ??= Date.now();
+  });
+  redis.on('ready', () => {
+    lostAt = undefined;
+  });
+
+  const sweepQueue = (queue: Queue | null | undefined, now: number): number => {
+    if (!queue) return 0;
+    for (let index = 0; index < queue.length; index++) {
+      const item = queue.peekAt(index);
+      if (!item) continue;
+      const key = keyOf(item.command, item.stream);
+      let refusal = refused.get(key);
+      if (!refusal && (firstSent.get(key) ?? now) <= now - timeoutMs) {
+        refusal = new RedisUnavailableError(
+          'timeout',
+          `no reply from Redis at ${target} within ${timeoutMs} ms`,
+        );
+        refused.set(key, refusal);
+      }
+      // Rejecting twice is harmless: a promise settles once.
+      if (refusal) item.command.reject(refusal);
+    }
+    return queue.length;
+  };
+  const sweep = () => {
+    const now = Date.now();
+    const pending =
+      sweepQueue(queues.commandQueue, now) +
+      sweepQueue(queues.offlineQueue, now) +
+      sweepQueue(queues.prevCommandQueue, now);
+    if (pending === 0) {
+      clearInterval(sweeper);
+      sweeper = undefined;
+    }
+  };
+
+  redis.sendCommand = ((command: Command, stream?: Stream) => {
+    const key = keyOf(command, stream);
+    const refusal = refused.get(key);
+    if (refusal) {
+      // Refused earlier (this is ioredis re-sending or flushing it), or a sibling in a pipeline
+      // being refused: the command is not written.
+      command.reject(refusal);
+      return command.promise;
+    }
+    if (lostAt !== undefined && redis.status !== 'ready' && redis.status !== 'connect') {
+      const seconds = ((Date.now() - lostAt) / 1000).toFixed(1);
+      const error = new RedisUnavailableError(
+        'disconnected',
+        `Redis at ${target} unreachable (connection lost ${seconds} s ago)`,
+      );
+      refused.set(key, error);
+      command.reject(error);
+      return command.promise;
+    }
+    // The deadline counts from the first attempt, not from a re-send.
+    if (!firstSent.has(key)) firstSent.set(key, Date.now());
+    if (!sweeper) {
+      sweeper = setInterval(sweep, Math.min(100, Math.max(1, Math.floor(timeoutMs / 4))));
+      sweeper.unref();
+    }
+    return send(command, stream);
+  }) as typeof redis.sendCommand;
+}

@@ -1,0 +1,115 @@
+/*
+ * Fail-fast mode of data-plane connections (issue #9, defect 5): a command is refused while
+ * Redis is unreachable or silent, and a refused command is never written afterwards, although
+ * ioredis re-sends unanswered commands and flushes its offline queue on reconnect.
+ */
+import assert from 'node:assert/strict';
+import { once } from 'node:events';
+import { after, test } from 'node:test';
+import { freePort, RedisServer, waitFor } from '@herald/testkit';
+import { createRedis, parseRedisOptions, type Redis, RedisUnavailableError } from '../src/index.js';
+import { StallProxy } from './stall-proxy.js';
+
+const cleanups: (() => Promise<void> | void)[] = [];
+after(async () => {
+  for (const cleanup of cleanups.reverse()) await cleanup();
+});
+
+function connectTo(url: string, commandTimeout: number): Redis {
+  const redis = createRedis(parseRedisOptions(url, { commandTimeout }));
+  redis.on('error', () => undefined);
+  cleanups.push(() => redis.disconnect());
+  return redis;
+}
+
+async function refusal(promise: Promise<unknown>): Promise<RedisUnavailableError> {
+  const error = await promise.then(
+    () => assert.fail('the command was applied'),
+    (error: unknown) => error,
+  );
+  assert.ok(error instanceof RedisUnavailableError, `expected RedisUnavailableError, got ${String(error)}`);
+  return error;
+}
+
+async function startServer(port?: number): Promise<RedisServer> {
+  const server = await RedisServer.start({ appendOnly: true, ...(port ? { port } : {}) });
+  cleanups.push(() => server.destroy());
+  return server;
+}
+
+test('while the connection is lost a command is refused at once, and not applied once Redis is back', async () => {
+  const server = await startServer();
+  // A deadline far longer than the test: a refusal can only come from the lost connection.
+  const redis = connectTo(server.url, 60_000);
+  await once(redis, 'ready');
+  await redis.set('before', '1');
+  await server.kill();
+  await waitFor(() => redis.status === 'reconnecting', { what: 'the drop to be seen' });
+
+  const refused = await refusal(redis.set('during', 'refused'));
+  assert.equal(refused.reason, 'disconnected');
+  assert.match(refused.message, /unreachable/);
+
+  await server.launch();
+  await waitFor(() => redis.status === 'ready', { what: 'reconnect' });
+  assert.equal(await redis.get('before'), '1', 'append-only data survived the kill');
+  assert.equal(await redis.get('during'), null, 'the refused command was applied later');
+});
+
+for (const shape of ['alone', 'pipeline', 'multi'] as const) {
+  test(`a command (${shape}) unanswered past its deadline is refused and not re-sent after a reconnect`, async () => {
+    const server = await startServer();
+    const proxy = await StallProxy.start(server.port);
+    cleanups.push(() => proxy.close());
+    const redis = connectTo(proxy.url, 300);
+    await once(redis, 'ready');
+
+    proxy.hold();
+    if (shape === 'alone') {
+      assert.equal((await refusal(redis.set('k1', 'late'))).reason, 'timeout');
+    } else {
+      const batch = (shape === 'pipeline' ? redis.pipeline() : redis.multi()).set('k1', 'late').incr('k2');
+      if (shape === 'pipeline') {
+        const results = (await batch.exec()) ?? [];
+        assert.equal(results.length, 2);
+        for (const [error] of results) assert.ok(error instanceof RedisUnavailableError, String(error));
+      } else {
+        await assert.rejects(batch.exec());
+      }
+    }
+
+    // The reconnect makes ioredis re-send every unanswered command: the refused ones must stay unsent.
+    proxy.releaseAndCut();
+    await waitFor(() => redis.status === 'ready', { what: 'reconnect' });
+    assert.deepEqual(await redis.mget('k1', 'k2'), [null, null]);
+    // Replies still match their commands (a half-dropped pipeline would shift them).
+    assert.deepEqual(await redis.pipeline().set('k3', 'v').get('k3').exec(), [
+      [null, 'OK'],
+      [null, 'v'],
+    ]);
+  });
+}
+
+test('an unanswered command still within its deadline is re-sent after a reconnect and answered', async () => {
+  const server = await startServer();
+  const proxy = await StallProxy.start(server.port);
+  cleanups.push(() => proxy.close());
+  const redis = connectTo(proxy.url, 60_000);
+  await once(redis, 'ready');
+  proxy.hold();
+  const pending = redis.incr('counter');
+  await waitFor(() => redis.commandQueue.length > 0, { what: 'the command to be written' });
+  proxy.releaseAndCut();
+  assert.equal(await pending, 1);
+  assert.equal(await redis.get('counter'), '1');
+});
+
+test('commands sent before the first connect succeeds are refused by their deadline, never applied later', async () => {
+  const port = await freePort();
+  const redis = connectTo(`redis://127.0.0.1:${port}`, 300);
+  const refused = await refusal(redis.set('boot', 'refused'));
+  assert.ok(['timeout', 'disconnected'].includes(refused.reason));
+  await startServer(port);
+  await waitFor(() => redis.status === 'ready', { what: 'first connect' });
+  assert.equal(await redis.get('boot'), null);
+});
