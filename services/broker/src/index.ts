@@ -1,7 +1,7 @@
 import type { AddressInfo } from 'node:net';
 import { createServerKit } from '@herald/http';
 import { createMetrics } from '@herald/metrics';
-import type { FastifyBaseLogger, FastifyInstance, FastifyServerOptions, RouteOptions } from 'fastify';
+import type { FastifyInstance, FastifyServerOptions, RouteOptions } from 'fastify';
 import { brokerAuthPlugin, requireDeclaredAccess } from './auth.js';
 import type { BrokerConfig } from './config.js';
 import type { BrokerContext } from './context.js';
