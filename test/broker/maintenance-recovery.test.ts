@@ -43,10 +43,18 @@ function redisCli(...args: string[]): string {
 
 /** Pushes to a queue nobody used yet, then waits for the stats job to list it. */
 async function statsWrittenFor(queue: string): Promise<void> {
-  const pushed = await call(broker.url, 'POST', '/api/v1/push', {
-    items: [{ queue, partition: 'p', payload: { queue } }],
-  });
-  assert.equal(pushed.status, 201);
+  // Right after a Redis restart the node may not have reconnected yet: it answers 503 at once
+  // (docs/broker.md, "Outages") and the client retries, as clients do.
+  await waitFor(
+    async () => {
+      const pushed = await call(broker.url, 'POST', '/api/v1/push', {
+        items: [{ queue, partition: 'p', payload: { queue }, transactionId: `push-${queue}` }],
+      });
+      assert.ok(pushed.status === 201 || pushed.status === 503, `push answered ${pushed.status}`);
+      return pushed.status === 201;
+    },
+    { what: `a push to ${queue}`, timeoutMs: 10_000 },
+  );
   await waitFor(
     async () => (await call(broker.url, 'GET', `/api/v1/status/queues/${queue}`)).status === 200,
     {
