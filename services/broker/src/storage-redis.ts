@@ -386,6 +386,7 @@ export class RedisStorage implements BrokerStorage {
             partitionName: null,
             leaseReleased: false,
             dlq: false,
+            repeat: false,
           };
           return;
         }
@@ -411,10 +412,19 @@ export class RedisStorage implements BrokerStorage {
             ack.error ?? '',
           );
         }
-        const rows = await this.run<[number, string, number, number][]>('ack', [`${base}cfg`], args);
+        const rows = await this.run<[number, string, number, number, number][]>('ack', [`${base}cfg`], args);
         list.forEach(({ index, ack, partition }, position) => {
-          const [ok, error, released, dlq] = rows[position] as [number, string, number, number];
-          if (released === 1 || (ok === 1 && ack.status !== 'completed' && ack.status !== 'success')) {
+          const [ok, error, released, dlq, repeat] = rows[position] as [
+            number,
+            string,
+            number,
+            number,
+            number,
+          ];
+          if (
+            released === 1 ||
+            (ok === 1 && repeat !== 1 && ack.status !== 'completed' && ack.status !== 'success')
+          ) {
             wake.push([queue, 1]);
           }
           results[index] = {
@@ -426,6 +436,7 @@ export class RedisStorage implements BrokerStorage {
             partitionName: partition,
             leaseReleased: released === 1,
             dlq: dlq === 1,
+            repeat: repeat === 1,
           };
         });
       }),
@@ -492,6 +503,7 @@ export class RedisStorage implements BrokerStorage {
         transactionId: operation.ack.transactionId,
         error: null,
         dlq: row[2] === 1,
+        repeat: row[3] === 1,
       };
     });
     this.notify(touched);
