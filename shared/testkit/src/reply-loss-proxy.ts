@@ -112,7 +112,8 @@ export class ReplyLossProxy {
 
   /**
    * Swallows the reply to the next request matching `predicate` and drops that connection.
-   * Resolves with the request once its reply was lost (Redis has applied it by then).
+   * Resolves with the request once its reply was lost (Redis has applied it by then). An error
+   * reply (e.g. NOSCRIPT) is forwarded and the trap stays armed: only a request that ran counts.
    */
   loseNextReply(predicate: RequestPredicate): Promise<RedisRequest> {
     return new Promise((resolve) => this.traps.push({ predicate, resolve }));
@@ -183,7 +184,10 @@ export class ReplyLossProxy {
         const end = valueEnd(replyBuffer, start);
         if (end === -1) break;
         const entry = pending.shift();
-        if (entry?.trap) {
+        if (entry?.trap && replyBuffer[start] === 0x2d /* '-' */) {
+          // An error reply (NOSCRIPT before the EVAL fallback): nothing ran, keep the trap armed.
+          this.traps.unshift(entry.trap);
+        } else if (entry?.trap) {
           this.lost++;
           close();
           entry.trap.resolve(entry.request);

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
 import { after, before, test } from 'node:test';
 import { Redis } from 'ioredis';
 import { RedisServer, ReplyLossProxy, scriptCall } from '../src/index.js';
@@ -50,14 +51,16 @@ test('replies of requests sent together keep their order around a lost one', asy
   }
 });
 
-test('scriptCall matches a script by SHA and by its EVAL fallback; aggregate replies pass intact', async () => {
+test('scriptCall matches EVALSHA and its EVAL fallback; an error reply leaves the trap armed', async () => {
   const redis = client();
   try {
     const source = "redis.call('RPUSH', KEYS[1], ARGV[1]); return redis.call('LRANGE', KEYS[1], 0, -1)";
-    const sha = (await redis.script('LOAD', source)) as string;
+    const sha = createHash('sha1').update(source).digest('hex');
     const lost = proxy.loseNextReply(scriptCall({ sha, source }));
-    const reply = await redis.evalsha(sha, 1, 'list', 'x');
-    await lost;
+    // Not loaded yet: EVALSHA answers NOSCRIPT (forwarded), the EVAL fallback runs and is lost.
+    await assert.rejects(redis.evalsha(sha, 1, 'list', 'x'), /NOSCRIPT/);
+    const reply = await redis.eval(source, 1, 'list', 'x');
+    assert.equal((await lost)[0], 'eval');
     // Not idempotent: the resend appended a second time, which is what the proxy exposes.
     assert.deepEqual(reply, ['x', 'x']);
     assert.deepEqual(await redis.lrange('list', 0, -1), ['x', 'x']);
