@@ -555,7 +555,12 @@ export class RedisStorage implements BrokerStorage {
   async deleteQueue(queue: string): Promise<boolean> {
     const base = this.base(queue);
     const exists = await this.redis.exists(`${base}cfg`);
-    const ids = await this.run<string[]>('deleteQueue', [`${base}cfg`], [base]);
+    // Read first as well: a resent script (its first reply lost) returns no ids, and the first
+    // run's would stay in the global index.
+    const known = await this.redis.hvals(`${base}parts`);
+    const ids = [
+      ...new Set([...known, ...(await this.run<string[]>('deleteQueue', [`${base}cfg`], [base]))]),
+    ];
     await this.redis.srem(this.key('queues'), queue);
     if (ids.length > 0) await this.redis.hdel(this.key('pid'), ...ids);
     await this.redis.hdel(this.key('stats'), queue);

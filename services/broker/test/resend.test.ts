@@ -6,7 +6,8 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { RedisServer, ReplyLossProxy, scriptCall } from '@herald/testkit';
+import { RedisServer, ReplyLossProxy, scriptCall, uniquePrefix } from '@herald/testkit';
+import { Redis } from 'ioredis';
 import type { Broker } from '../src/index.js';
 import { loadBrokerScripts } from '../src/scripts.js';
 import { client, queueName, startTestBroker } from './helpers.js';
@@ -23,10 +24,11 @@ describe('broker scripts under a lost reply (redis)', () => {
   let proxy: ReplyLossProxy;
   let broker: Broker;
   let api: ReturnType<typeof client>;
+  const prefix = uniquePrefix('resend');
   before(async () => {
     server = await RedisServer.start();
     proxy = await ReplyLossProxy.start({ port: server.port });
-    broker = await startTestBroker('redis', { REDIS_URL: proxy.url });
+    broker = await startTestBroker('redis', { REDIS_URL: proxy.url, BROKER_KEY_PREFIX: prefix });
     api = client(broker.url);
   });
   after(async () => {
@@ -189,5 +191,22 @@ describe('broker scripts under a lost reply (redis)', () => {
     await lost;
     assert.equal(reply.body[0].success, true);
     assert.ok(Date.parse(reply.body[0].expiresAt) > Date.parse(popped.messages[0].leaseExpiresAt ?? 0));
+  });
+
+  test('queue deletion: a resent script still drops the partition ids from the global index', async () => {
+    const queue = queueName('resend-delete');
+    const pushed = await api.push([{ queue, partition: 'p', payload: 1 }]);
+    const partitionId = pushed.body[0].partition_id ?? pushed.body[0].partitionId;
+    const direct = new Redis(server.url);
+    try {
+      assert.ok(await direct.hget(`${prefix}pid`, partitionId), 'indexed after the push');
+      const lost = proxy.loseNextReply(script('deleteQueue'));
+      const reply = await api.call('DELETE', `/api/v1/resources/queues/${encodeURIComponent(queue)}`);
+      await lost;
+      assert.ok(reply.status < 300, String(reply.status));
+      assert.equal(await direct.hget(`${prefix}pid`, partitionId), null);
+    } finally {
+      direct.disconnect();
+    }
   });
 });
