@@ -173,7 +173,7 @@ interface Queue {
   pushed: number;
   resolvedBy: Map<string, number>;
   leaseExpiries: number;
-  /** leaseId -> the answer of each ack under it (lua `la:<leaseId>`), kept a minute past the lease. */
+  /** leaseId -> the answer of each ack under it (lua `la:<leaseId>`), kept 60 s after its last ack. */
   answers: Map<string, LeaseAnswers>;
   /** Size of `answers` at which expired entries are dropped next (doubles, amortised). */
   answersSweepAt: number;
@@ -184,7 +184,7 @@ interface LeaseAnswers {
   bySeq: Map<number, string>;
 }
 
-/** How long after its lease an ack's answer is remembered for repeats (lua: exp + 60000). */
+/** How long after the last ack under a lease its answers are kept for repeats (lua ANSWER_MEMORY_MS). */
 const ANSWER_MEMORY_MS = 60_000;
 
 const VALID_STATUS_COMPLETED = new Set(['completed', 'success']);
@@ -697,18 +697,17 @@ export class MemoryStorage implements BrokerStorage {
     return { ...located, message };
   }
 
-  private rememberAck(queue: Queue, leaseId: string, expiresAt: number, seq: number, answer: string): void {
+  private rememberAck(queue: Queue, leaseId: string, now: number, seq: number, answer: string): void {
     let answers = queue.answers.get(leaseId);
     if (!answers) {
       if (queue.answers.size >= queue.answersSweepAt) {
-        const now = Date.now();
         for (const [id, entry] of queue.answers) if (entry.expiresAt <= now) queue.answers.delete(id);
         queue.answersSweepAt = Math.max(1024, queue.answers.size * 2);
       }
       answers = { expiresAt: 0, bySeq: new Map() };
       queue.answers.set(leaseId, answers);
     }
-    answers.expiresAt = Math.max(answers.expiresAt, expiresAt + ANSWER_MEMORY_MS);
+    answers.expiresAt = now + ANSWER_MEMORY_MS;
     answers.bySeq.set(seq, answer);
   }
 
@@ -767,13 +766,7 @@ export class MemoryStorage implements BrokerStorage {
       dlq = this.failAttempt(queue, partition, group, consumer, message, ack.error ?? '', now);
     }
     if (ack.leaseId && lease) {
-      this.rememberAck(
-        queue,
-        ack.leaseId,
-        lease.expiresAt,
-        message.seq,
-        `${ackClass(ack.status)}:${dlq ? 1 : 0}`,
-      );
+      this.rememberAck(queue, ack.leaseId, now, message.seq, `${ackClass(ack.status)}:${dlq ? 1 : 0}`);
     }
     let released = false;
     if (leased && lease) {

@@ -19,9 +19,9 @@
     a:<p>:<g>           set    ids after pos already resolved (acked, dead-lettered, expired)
     r:<p>:<g>           set    ids answered (any status) under the current lease
     rc:<p>:<g>          hash   id -> failed attempts (acks with status failed, lease expiries)
-    la:<leaseId>        hash   id -> answer ('done'|'failed' .. ':' .. dlq 0/1) of each ack under
-                               that lease (expires a minute after the lease): a resent or retried
-                               ack is answered as a repeat instead of being applied twice
+    la:<leaseId>        hash   id -> answer ('done'|'failed'|'dlq' .. ':' .. dlq 0/1) of each ack
+                               under that lease (expires 60 s after its last ack): a resent or
+                               retried ack is answered as a repeat instead of being applied twice
     dlq                 stream dead letters
     trim                zset   partition -> next time retention must look at it
     stats               hash   pushed, size (retained entries), resolved:<g>, dlq, expiries
@@ -345,12 +345,17 @@ local function ack_memo(base, lease, id)
   return redis.call('HGET', base .. 'la:' .. lease, id)
 end
 
--- Records an applied ack under its lease until a minute after the lease's expiry.
-local function remember_ack(base, lease, exp, id, status, dlq)
+-- How long (ms) after the last ack under a lease its answers are kept: a resend comes within
+-- ms, a client retry after a reset within seconds; a fixed window keeps the memory at about
+-- (leases acked per second) x 60 small hashes, whatever the leaseTime.
+local ANSWER_MEMORY_MS = 60000
+
+-- Records an applied ack under its lease for ANSWER_MEMORY_MS.
+local function remember_ack(base, lease, id, status, dlq)
   if lease == '' then return end
   local key = base .. 'la:' .. lease
   redis.call('HSET', key, id, ack_class(status) .. ':' .. dlq)
-  redis.call('PEXPIREAT', key, exp + 60000)
+  redis.call('PEXPIRE', key, ANSWER_MEMORY_MS)
 end
 
 --[[
@@ -416,7 +421,7 @@ local function apply_ack(base, p, g, txn, status, lease, errtext, cfg, now)
   else
     if fail_attempt(base, p, g, id, errtext, cfg, now) then dlq = 1 end
   end
-  remember_ack(base, lease, tonumber(st[2] or '0'), id, status, dlq)
+  remember_ack(base, lease, id, status, dlq)
   local released = 0
   if leased then
     local rset = base .. 'r:' .. p .. ':' .. g
@@ -607,7 +612,7 @@ local function ack_many(base, acks, cfg, now)
           memos[a.lease][id] = answer
           local w = memo_writes[a.lease]
           if not w then
-            w = { exp = st.exp, fields = {} }
+            w = { fields = {} }
             memo_writes[a.lease] = w
             memo_order[#memo_order + 1] = a.lease
           end
@@ -634,7 +639,7 @@ local function ack_many(base, acks, cfg, now)
   for _, lease in ipairs(memo_order) do
     local w = memo_writes[lease]
     call_chunked('HSET', base .. 'la:' .. lease, w.fields)
-    redis.call('PEXPIREAT', base .. 'la:' .. lease, w.exp + 60000)
+    redis.call('PEXPIRE', base .. 'la:' .. lease, ANSWER_MEMORY_MS)
   end
   local trim_at = now + cfg.completedRetentionSeconds * 1000
   for p in pairs(trims) do schedule_trim(base, p, trim_at) end
