@@ -631,12 +631,14 @@ export class RedisStorage implements BrokerStorage {
     if (!resolved) return false;
     const [queue, partition] = resolved;
     const base = this.base(queue);
+    // Read first as well: a resent script (its first reply lost) finds nothing and answers 0.
+    const existed = await this.redis.hexists(`${base}d:${encode(partition)}`, transactionId);
     const deleted = await this.run<number>(
       'deleteMessage',
       [`${base}cfg`],
       [base, encode(partition), transactionId],
     );
-    return deleted === 1;
+    return deleted === 1 || existed === 1;
   }
 
   async listDeadLetters(filter: {
@@ -720,7 +722,11 @@ export class RedisStorage implements BrokerStorage {
 
   async deleteGroup(queue: string, group: string): Promise<boolean> {
     const base = this.base(queue);
-    return (await this.run<number>('deleteGroup', [`${base}cfg`], [base, encode(group)])) === 1;
+    // Read first as well: a resent script (its first reply lost) finds no group and answers 0.
+    const existed = await this.redis.hexists(`${base}groups`, encode(group));
+    return (
+      (await this.run<number>('deleteGroup', [`${base}cfg`], [base, encode(group)])) === 1 || existed === 1
+    );
   }
 
   addTrace(trace: TraceInput): Promise<TraceEntry> {

@@ -209,4 +209,44 @@ describe('broker scripts under a lost reply (redis)', () => {
       direct.disconnect();
     }
   });
+
+  test('message deletion: the resent script still answers deleted, not 404', async () => {
+    const queue = queueName('resend-delmsg');
+    const pushed = await api.push([{ queue, payload: 1, transactionId: 'gone' }]);
+    const partitionId = pushed.body[0].partition_id ?? pushed.body[0].partitionId;
+    const lost = proxy.loseNextReply(script('deleteMessage'));
+    const reply = await api.call('DELETE', `/api/v1/messages/${partitionId}/gone`);
+    await lost;
+    assert.equal(reply.status, 200);
+    assert.equal((await api.pop(queue)).status, 204);
+  });
+
+  test('group deletion: the resent script still answers deleted, not 404', async () => {
+    const queue = queueName('resend-delgroup');
+    await api.push([{ queue, payload: 1 }]);
+    assert.equal((await api.pop(queue, 'consumerGroup=g1')).status, 200);
+    const lost = proxy.loseNextReply(script('deleteGroup'));
+    const reply = await api.call('DELETE', `/api/v1/consumer-groups/g1/queues/${encodeURIComponent(queue)}`);
+    await lost;
+    assert.equal(reply.status, 200, JSON.stringify(reply.body));
+  });
+
+  test('seek: the resent script moves the group to the same place', async () => {
+    const queue = queueName('resend-seek');
+    await api.push([
+      { queue, payload: 1 },
+      { queue, payload: 2 },
+    ]);
+    const lost = proxy.loseNextReply(script('seek'));
+    const reply = await api.call(
+      'POST',
+      `/api/v1/consumer-groups/g2/queues/${encodeURIComponent(queue)}/seek`,
+      {
+        toEnd: true,
+      },
+    );
+    await lost;
+    assert.ok(reply.status < 300, `${reply.status} ${JSON.stringify(reply.body)}`);
+    assert.equal((await api.pop(queue, 'consumerGroup=g2')).status, 204, 'at the end: nothing to read');
+  });
 });
