@@ -4,7 +4,10 @@
   ARGV[1]  base: <prefix>{<queue>}:
   ARGV[2..] acks, 6 entries each: partition (URI-encoded), group (URI-encoded), transactionId,
            status (completed|success|failed|retry|dlq), leaseId ('' = no lease check), error
-  Returns per ack { success (1/0), error or '', leaseReleased (1/0), dlq (1/0) }.
+  Returns per ack { success (1/0), error or '', leaseReleased (1/0), dlq (1/0), repeat (1/0) }.
+  Resend-safe (shared/redis/README.md): an ack already applied is answered again as a success
+  flagged repeat without being applied twice (under a lease: the answer recorded in
+  la:<leaseId>; without one: a resolved message repeats a completed/success ack).
 ]]
 --@include broker
 

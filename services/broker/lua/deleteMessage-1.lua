@@ -5,6 +5,8 @@
   ARGV[2]  partition (URI-encoded)
   ARGV[3]  transactionId
   Returns 1 when deleted, 0 when not found.
+  Resend-safe for its effects (the message is gone either way); a second run answers 0, so the
+  caller also checks existence before the call (storage-redis.ts deleteMessage).
 ]]
 --@include broker
 

@@ -5,6 +5,8 @@
   ARGV[2]  leaseId
   ARGV[3]  seconds
   Returns { 1, expiresAt } or { 0, error }.
+  Resend-safe: naturally; a lease is never shortened, so a second run moves the expiry to the
+  same target again (a few ms later at most) and answers success.
 ]]
 --@include broker
 

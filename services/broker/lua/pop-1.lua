@@ -11,6 +11,9 @@
   Returns { nextReadyAt, { partition, partitionId, leaseId, expiresAt, { {streamId, messageId,
   transactionId, traceId, data, producerSub, retryCount}... } }... }. nextReadyAt (ms, 0 if none)
   tells a parked long-poll when a delayed, retried or leased partition becomes poppable.
+  Resend-safe (shared/redis/README.md): the node picks the lease id before the call, so a second
+  run with the same ARGV finds `lease:<leaseId>` already holding partitions and answers the
+  messages the first run leased, without leasing again or counting an attempt.
 ]]
 --@include broker
 
@@ -21,6 +24,54 @@ local lease_id = ARGV[6]
 local now = now_ms()
 local cfg = queue_config(base)
 local ready = base .. 'ready:' .. g
+
+-- The reply row of one leased partition: its messages with their retry counts.
+local function leased_row(p, exp, picked)
+  local rc = base .. 'rc:' .. p .. ':' .. g
+  local counts = {}
+  if redis.call('EXISTS', rc) == 1 then
+    local ids = {}
+    for i, e in ipairs(picked) do ids[i] = e[1] end
+    for s = 1, #ids, 1000 do
+      local values = redis.call('HMGET', rc, unpack(ids, s, math.min(s + 999, #ids)))
+      for j, v in ipairs(values) do counts[s + j - 1] = tonumber(v or '0') end
+    end
+  end
+  local msgs = {}
+  for i, e in ipairs(picked) do
+    local m, t, tr, d, sub = message_fields(e)
+    msgs[i] = { e[1], m, t, tr, d, sub, counts[i] or 0 }
+  end
+  return { p, redis.call('HGET', base .. 'parts', p) or '', lease_id, fmt(exp), msgs }
+end
+
+local function next_ready()
+  local first = redis.call('ZRANGE', ready, 0, 0, 'WITHSCORES')
+  if #first > 0 then return fmt(tonumber(first[2])) end
+  return '0'
+end
+
+-- A resend (the first run's reply was lost): rebuild the first run's answer from the lease it
+-- took. Its batch is every entry after pos up to `upto` not resolved ahead of pos (exactly what
+-- the first run picked: nothing can be acked under a lease id nobody has received yet).
+local held = redis.call('SMEMBERS', base .. 'lease:' .. lease_id)
+if #held > 0 then
+  local out = {}
+  for _, m in ipairs(held) do
+    local p, hg = string.match(m, '^(.-)\n(.*)$')
+    local st = redis.call('HMGET', ckey(base, p, g), 'lease', 'exp', 'upto')
+    if hg == g and st[1] == lease_id and st[3] and tonumber(st[2] or '0') > now then
+      local aset = base .. 'a:' .. p .. ':' .. g
+      local resolved_ahead = redis.call('SCARD', aset) > 0
+      local picked = {}
+      for _, e in ipairs(redis.call('XRANGE', base .. 's:' .. p, '(' .. position(base, p, g), st[3])) do
+        if not resolved_ahead or redis.call('SISMEMBER', aset, e[1]) == 0 then picked[#picked + 1] = e end
+      end
+      if #picked > 0 then out[#out + 1] = leased_row(p, tonumber(st[2]), picked) end
+    end
+  end
+  return { next_ready(), out }
+end
 
 if redis.call('HSETNX', base .. 'groups', g, ARGV[7]) == 1 then
   -- A new group: every existing partition may hold work for it (once per group, not per pop).
@@ -104,29 +155,11 @@ for _, p in ipairs(candidates) do
       local lkey = base .. 'lease:' .. lease_id
       redis.call('SADD', lkey, p .. '\n' .. g)
       redis.call('PEXPIREAT', lkey, exp + 60000)
-      local rc = base .. 'rc:' .. p .. ':' .. g
-      local counts = {}
-      if redis.call('EXISTS', rc) == 1 then
-        local ids = {}
-        for i, e in ipairs(picked) do ids[i] = e[1] end
-        for s = 1, #ids, 1000 do
-          local values = redis.call('HMGET', rc, unpack(ids, s, math.min(s + 999, #ids)))
-          for j, v in ipairs(values) do counts[s + j - 1] = tonumber(v or '0') end
-        end
-      end
-      local msgs = {}
-      for i, e in ipairs(picked) do
-        local m, t, tr, d, sub = message_fields(e)
-        msgs[i] = { e[1], m, t, tr, d, sub, counts[i] or 0 }
-      end
-      out[#out + 1] = { p, redis.call('HGET', base .. 'parts', p) or '', lease_id, fmt(exp), msgs }
+      out[#out + 1] = leased_row(p, exp, picked)
       remaining = remaining - #picked
       claimed = claimed + 1
     end
   end
 end
 
-local next_ready = 0
-local first = redis.call('ZRANGE', ready, 0, 0, 'WITHSCORES')
-if #first > 0 then next_ready = tonumber(first[2]) end
-return { fmt(next_ready), out }
+return { next_ready(), out }

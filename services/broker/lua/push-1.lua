@@ -8,6 +8,8 @@
            messageId, traceId, data (JSON text), producerSub
   Returns { 'OK', {status, messageId}... } (status 1 queued, 0 duplicate) or
   { 'FULL', size, maxSize } when maxSize would be exceeded (nothing written).
+  Resend-safe (shared/redis/README.md): dedup by transactionId; an item found stored under its
+  own messageId (generated per request by the node) is this request's first run: 'queued'.
 ]]
 --@include broker
 

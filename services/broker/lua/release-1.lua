@@ -6,6 +6,8 @@
   ARGV[2]  leaseId
   ARGV[3..] pairs: partition (URI-encoded), group (URI-encoded)
   Returns the number of leases released.
+  Resend-safe: a second run finds the leases no longer held by leaseId and changes nothing
+  (it returns 0; the caller ignores the count).
 ]]
 --@include broker
 

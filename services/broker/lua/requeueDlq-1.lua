@@ -5,6 +5,8 @@
   ARGV[1]  base: <prefix>{<queue>}:
   ARGV[2..] pairs: dead-letter stream id, new messageId
   Returns the number requeued.
+  Resend-safe for its effects: a second run finds the dead letters gone and writes nothing; it
+  returns 0, so a requeue whose reply was lost under-reports its count (not fixed).
 ]]
 --@include broker
 

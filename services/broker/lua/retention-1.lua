@@ -7,6 +7,8 @@
   ARGV[2]  limit: partitions handled per call
   ARGV[3]  maximum entries deleted per partition per call
   Returns the number of entries deleted.
+  Resend-safe: naturally; cuts are by time and position, so a second run deletes only what
+  became due in between.
 ]]
 --@include broker
 

@@ -7,6 +7,8 @@
   ARGV[3]  partition (URI-encoded), '' for every partition
   ARGV[4]  target: 'end' or a position ('<ms-1>-<max>' = from that time on)
   Returns the number of partitions moved.
+  Resend-safe: naturally; a second run sets the same positions again (for 'end': the end, which
+  includes only messages pushed in between) and clears the same state.
 ]]
 --@include broker
 

@@ -7,6 +7,8 @@
   ARGV[2]  sample
   Returns { pushed, size, dlq, expiries, partitions, oldestPendingMs (0 if none), leased,
             { group, resolved, position-sample... } }
+            { group, resolved, position-sample... } }
+  Writes nothing (a resend is harmless).
 ]]
 --@include broker
 

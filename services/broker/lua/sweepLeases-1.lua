@@ -5,6 +5,8 @@
   ARGV[1]  base: <prefix>{<queue>}:
   ARGV[2]  limit: leases handled per call
   Returns { expired, { group... } } (groups with a partition made poppable again).
+  Resend-safe: naturally; a lease expired by the first run is no longer held, so a second run
+  counts no attempt for it.
 ]]
 --@include broker
 

@@ -8,7 +8,9 @@
             data, producerSub                                   (11 entries)
     'ack',  base, partition, group, transactionId, status, leaseId, error   (8 entries)
   Returns { 'OK', result... } with result { 'push', queued(1/0), messageId } or
-  { 'ack', 1, dlq(1/0) }, or { 'FAIL', index (0-based), error }.
+  { 'ack', 1, dlq(1/0), repeat(1/0) }, or { 'FAIL', index (0-based), error }.
+  Resend-safe (shared/redis/README.md): a second run finds its acks already applied (answered
+  as repeats) and its pushes stored under the same messageId (answered as queued again).
 ]]
 --@include broker
 
@@ -40,7 +42,7 @@ local fresh = {}
 local seen = {}
 for index, op in ipairs(ops) do
   if op.kind == 'ack' then
-    local id, err = check_ack(op.base, op.p, op.g, op.txn, op.lease, now)
+    local id, err = check_ack(op.base, op.p, op.g, op.txn, op.lease, op.status, now)
     if not id then return { 'FAIL', index - 1, err } end
     local key = op.base .. op.p .. '\n' .. op.g .. '\n' .. id
     if acked[key] then return { 'FAIL', index - 1, 'Message already acknowledged' } end
@@ -70,9 +72,9 @@ for index, op in ipairs(ops) do
     local results = push_items(op.base, { op.item }, config_of(op.base), now, op.namespace, op.task)
     out[index] = { 'push', results[1][1], results[1][2] }
   else
-    local ok, err, released, dlq = apply_ack(op.base, op.p, op.g, op.txn, op.status, op.lease, op.err,
-      config_of(op.base), now)
-    out[index] = { 'ack', ok, dlq }
+    local ok, err, released, dlq, again = apply_ack(op.base, op.p, op.g, op.txn, op.status, op.lease,
+      op.err, config_of(op.base), now)
+    out[index] = { 'ack', ok, dlq, again }
   end
 end
 return { 'OK', out }

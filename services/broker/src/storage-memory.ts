@@ -173,9 +173,27 @@ interface Queue {
   pushed: number;
   resolvedBy: Map<string, number>;
   leaseExpiries: number;
+  /** leaseId -> the answer of each ack under it (lua `la:<leaseId>`), kept 60 s after its last ack. */
+  answers: Map<string, LeaseAnswers>;
+  /** Size of `answers` at which expired entries are dropped next (doubles, amortised). */
+  answersSweepAt: number;
 }
 
+interface LeaseAnswers {
+  expiresAt: number;
+  bySeq: Map<number, string>;
+}
+
+/** How long after the last ack under a lease its answers are kept for repeats (lua ANSWER_MEMORY_MS). */
+const ANSWER_MEMORY_MS = 60_000;
+
 const VALID_STATUS_COMPLETED = new Set(['completed', 'success']);
+
+/** What an ack asks for, for repeat detection (lua ack_class). */
+function ackClass(status: AckInput['status']): 'done' | 'dlq' | 'failed' {
+  if (VALID_STATUS_COMPLETED.has(status)) return 'done';
+  return status === 'dlq' ? 'dlq' : 'failed';
+}
 
 export class MemoryStorage implements BrokerStorage {
   readonly kind = 'memory';
@@ -234,6 +252,8 @@ export class MemoryStorage implements BrokerStorage {
         pushed: 0,
         resolvedBy: new Map(),
         leaseExpiries: 0,
+        answers: new Map(),
+        answersSweepAt: 1024,
       };
       this.queues.set(name, queue);
     }
@@ -644,22 +664,51 @@ export class MemoryStorage implements BrokerStorage {
     return queue && partition ? { queue, partition } : undefined;
   }
 
+  /**
+   * The same rules as the Lua ack (broker.lua, ack_repeat): an ack that repeats one already
+   * applied is a success flagged `repeat` (its `dlq` what the first answer said) and changes
+   * nothing; under a lease the recorded answer decides, without one a resolved message repeats
+   * a completed/success ack.
+   */
   private checkAck(
     ack: AckInput,
     now: number,
-  ): { queue: Queue; partition: Partition; message: Message } | string {
+  ): { queue: Queue; partition: Partition; message: Message; repeat?: { dlq: boolean } } | string {
     const located = this.locate(ack);
     if (!located) return 'Message not found';
     const message = located.partition.dedup.get(ack.transactionId);
     if (!message) return 'Message not found';
     const consumer = this.consumer(located.queue, located.partition, ack.group);
+    const resolved = message.seq <= consumer.position || consumer.resolved.has(message.seq);
     if (ack.leaseId) {
+      const answers = located.queue.answers.get(ack.leaseId);
+      const memo = answers && answers.expiresAt > now ? answers.bySeq.get(message.seq) : undefined;
+      if (memo !== undefined) {
+        const [kind, dlq] = memo.split(':');
+        if (kind !== ackClass(ack.status)) return 'Message already acknowledged';
+        return { ...located, message, repeat: { dlq: dlq === '1' } };
+      }
       const lease = consumer.lease;
       if (!lease || lease.id !== ack.leaseId || lease.expiresAt <= now) return 'Invalid or expired lease';
+    } else if (resolved && ackClass(ack.status) === 'done') {
+      return { ...located, message, repeat: { dlq: false } };
     }
-    if (message.seq <= consumer.position || consumer.resolved.has(message.seq))
-      return 'Message already acknowledged';
+    if (resolved) return 'Message already acknowledged';
     return { ...located, message };
+  }
+
+  private rememberAck(queue: Queue, leaseId: string, now: number, seq: number, answer: string): void {
+    let answers = queue.answers.get(leaseId);
+    if (!answers) {
+      if (queue.answers.size >= queue.answersSweepAt) {
+        for (const [id, entry] of queue.answers) if (entry.expiresAt <= now) queue.answers.delete(id);
+        queue.answersSweepAt = Math.max(1024, queue.answers.size * 2);
+      }
+      answers = { expiresAt: 0, bySeq: new Map() };
+      queue.answers.set(leaseId, answers);
+    }
+    answers.expiresAt = now + ANSWER_MEMORY_MS;
+    answers.bySeq.set(seq, answer);
   }
 
   private applyAck(ack: AckInput, index: number, now: number): AckResult {
@@ -675,9 +724,23 @@ export class MemoryStorage implements BrokerStorage {
         partitionName: names?.[1] ?? null,
         leaseReleased: false,
         dlq: false,
+        repeat: false,
       };
     }
     const { queue, partition, message } = checked;
+    if (checked.repeat) {
+      return {
+        index,
+        transactionId: ack.transactionId,
+        success: true,
+        error: null,
+        queueName: queue.name,
+        partitionName: partition.name,
+        leaseReleased: false,
+        dlq: checked.repeat.dlq,
+        repeat: true,
+      };
+    }
     const group = ack.group;
     const consumer = this.consumer(queue, partition, group);
     const lease = consumer.lease;
@@ -702,6 +765,9 @@ export class MemoryStorage implements BrokerStorage {
     } else {
       dlq = this.failAttempt(queue, partition, group, consumer, message, ack.error ?? '', now);
     }
+    if (ack.leaseId && lease) {
+      this.rememberAck(queue, ack.leaseId, now, message.seq, `${ackClass(ack.status)}:${dlq ? 1 : 0}`);
+    }
     let released = false;
     if (leased && lease) {
       lease.answered.add(message.seq);
@@ -721,6 +787,7 @@ export class MemoryStorage implements BrokerStorage {
       partitionName: partition.name,
       leaseReleased: released,
       dlq,
+      repeat: false,
     };
   }
 
@@ -778,6 +845,7 @@ export class MemoryStorage implements BrokerStorage {
         transactionId: operation.ack.transactionId,
         error: null,
         dlq: result.dlq,
+        repeat: result.repeat,
       };
     });
     this.notify(touched);

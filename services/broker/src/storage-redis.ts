@@ -400,6 +400,7 @@ export class RedisStorage implements BrokerStorage {
             partitionName: null,
             leaseReleased: false,
             dlq: false,
+            repeat: false,
           };
           return;
         }
@@ -425,10 +426,19 @@ export class RedisStorage implements BrokerStorage {
             ack.error ?? '',
           );
         }
-        const rows = await this.run<[number, string, number, number][]>('ack', [`${base}cfg`], args);
+        const rows = await this.run<[number, string, number, number, number][]>('ack', [`${base}cfg`], args);
         list.forEach(({ index, ack, partition }, position) => {
-          const [ok, error, released, dlq] = rows[position] as [number, string, number, number];
-          if (released === 1 || (ok === 1 && ack.status !== 'completed' && ack.status !== 'success')) {
+          const [ok, error, released, dlq, repeat] = rows[position] as [
+            number,
+            string,
+            number,
+            number,
+            number,
+          ];
+          if (
+            released === 1 ||
+            (ok === 1 && repeat !== 1 && ack.status !== 'completed' && ack.status !== 'success')
+          ) {
             wake.push([queue, 1]);
           }
           results[index] = {
@@ -440,6 +450,7 @@ export class RedisStorage implements BrokerStorage {
             partitionName: partition,
             leaseReleased: released === 1,
             dlq: dlq === 1,
+            repeat: repeat === 1,
           };
         });
       }),
@@ -506,6 +517,7 @@ export class RedisStorage implements BrokerStorage {
         transactionId: operation.ack.transactionId,
         error: null,
         dlq: row[2] === 1,
+        repeat: row[3] === 1,
       };
     });
     this.notify(touched);
@@ -557,7 +569,12 @@ export class RedisStorage implements BrokerStorage {
   async deleteQueue(queue: string): Promise<boolean> {
     const base = this.base(queue);
     const exists = await this.redis.exists(`${base}cfg`);
-    const ids = await this.run<string[]>('deleteQueue', [`${base}cfg`], [base]);
+    // Read first as well: a resent script (its first reply lost) returns no ids, and the first
+    // run's would stay in the global index.
+    const known = await this.redis.hvals(`${base}parts`);
+    const ids = [
+      ...new Set([...known, ...(await this.run<string[]>('deleteQueue', [`${base}cfg`], [base]))]),
+    ];
     await this.redis.srem(this.key('queues'), queue);
     if (ids.length > 0) await this.redis.hdel(this.key('pid'), ...ids);
     await this.redis.hdel(this.key('stats'), queue);
@@ -628,12 +645,14 @@ export class RedisStorage implements BrokerStorage {
     if (!resolved) return false;
     const [queue, partition] = resolved;
     const base = this.base(queue);
+    // Read first as well: a resent script (its first reply lost) finds nothing and answers 0.
+    const existed = await this.redis.hexists(`${base}d:${encode(partition)}`, transactionId);
     const deleted = await this.run<number>(
       'deleteMessage',
       [`${base}cfg`],
       [base, encode(partition), transactionId],
     );
-    return deleted === 1;
+    return deleted === 1 || existed === 1;
   }
 
   async listDeadLetters(filter: {
@@ -717,7 +736,11 @@ export class RedisStorage implements BrokerStorage {
 
   async deleteGroup(queue: string, group: string): Promise<boolean> {
     const base = this.base(queue);
-    return (await this.run<number>('deleteGroup', [`${base}cfg`], [base, encode(group)])) === 1;
+    // Read first as well: a resent script (its first reply lost) finds no group and answers 0.
+    const existed = await this.redis.hexists(`${base}groups`, encode(group));
+    return (
+      (await this.run<number>('deleteGroup', [`${base}cfg`], [base, encode(group)])) === 1 || existed === 1
+    );
   }
 
   addTrace(trace: TraceInput): Promise<TraceEntry> {

@@ -134,6 +134,11 @@ export interface AckResult {
   partitionName: string | null;
   leaseReleased: boolean;
   dlq: boolean;
+  /**
+   * The ack repeats one already applied (a client retry, or a resent script): nothing changed;
+   * `dlq` is what the first answer reported (docs/broker.md, "Acknowledgements are idempotent").
+   */
+  repeat: boolean;
 }
 
 export type TransactionOperation = { type: 'push'; item: PushItem } | { type: 'ack'; ack: AckInput };
@@ -153,7 +158,15 @@ export type TransactionOperationResult =
       queueName: string;
       status: 'queued' | 'duplicate';
     }
-  | { index: number; type: 'ack'; success: true; transactionId: string; error: null; dlq: boolean };
+  | {
+      index: number;
+      type: 'ack';
+      success: true;
+      transactionId: string;
+      error: null;
+      dlq: boolean;
+      repeat: boolean;
+    };
 
 export interface LeaseExtension {
   leaseId: string;

@@ -161,7 +161,7 @@ for (const backend of BACKENDS) {
       }
     });
 
-    test('a stale or unknown lease is refused; acking twice is refused', async () => {
+    test('a stale or unknown lease is refused; acking twice is a repeat, a conflicting second answer is refused', async () => {
       const queue = queueName();
       await api.push([{ queue, payload: 1, transactionId: 'x' }]);
       const popped = (await api.pop(queue)).body.messages[0];
@@ -179,8 +179,19 @@ for (const backend of BACKENDS) {
         leaseId: popped.leaseId,
       });
       assert.equal(right.body[0].success, true);
+      assert.equal(right.body[0].repeat, false);
       const twice = await api.ack({ transactionId: 'x', partitionId: popped.partitionId });
-      assert.equal(twice.body[0].success, false);
+      assert.deepEqual([twice.body[0].success, twice.body[0].repeat], [true, true]);
+      const conflicting = await api.ack({
+        transactionId: 'x',
+        partitionId: popped.partitionId,
+        leaseId: popped.leaseId,
+        status: 'failed',
+      });
+      assert.deepEqual(
+        [conflicting.body[0].success, conflicting.body[0].error],
+        [false, 'Message already acknowledged'],
+      );
       const unknown = await api.ack({
         transactionId: 'x',
         partitionId: '00000000-0000-0000-0000-000000000000',
@@ -339,7 +350,7 @@ for (const backend of BACKENDS) {
       assert.equal((await api.pop(queue)).status, 204);
     });
 
-    test('a batch ack is applied in order: duplicates, retries and the release per item', async () => {
+    test('a batch ack is applied in order: repeats, retries and the release per item', async () => {
       const queue = queueName('batchack');
       await api.push(
         ['a', 'b', 'c'].map((transactionId) => ({ queue, payload: transactionId, transactionId })),
@@ -363,14 +374,15 @@ for (const backend of BACKENDS) {
         ],
       });
       assert.deepEqual(
-        acks.body.map((r: any) => [r.success, r.error, r.leaseReleased]),
+        acks.body.map((r: any) => [r.success, r.error, r.leaseReleased, r.repeat]),
         [
-          [true, null, false],
-          [false, 'Message already acknowledged', false],
-          [true, null, false],
-          [true, null, true],
-          [false, 'Invalid or expired lease', false],
-          [false, 'Message not found', false],
+          [true, null, false, false],
+          [true, null, false, true],
+          [true, null, false, false],
+          [true, null, true, false],
+          // After the release: the answer recorded under the lease still makes it a repeat.
+          [true, null, false, true],
+          [false, 'Message not found', false, false],
         ],
       );
       const again = await api.pop(queue, 'batch=3');

@@ -57,6 +57,10 @@ function checkKeys(script: LuaScript, keys: readonly string[]): void {
 }
 
 /**
+ * Resends: ioredis resends a command whose reply was lost, so a script may run twice with the
+ * same arguments. Every state-changing script must be resend-safe (a per-request id memo, or
+ * natural idempotency) and say why in its header: the rule is in this package's README.md.
+ *
  * EVALSHA, falling back to EVAL on NOSCRIPT (after a Redis restart or SCRIPT FLUSH the cache is
  * empty; EVAL also reloads it, so the next call is by SHA again).
  */

@@ -19,6 +19,9 @@
     a:<p>:<g>           set    ids after pos already resolved (acked, dead-lettered, expired)
     r:<p>:<g>           set    ids answered (any status) under the current lease
     rc:<p>:<g>          hash   id -> failed attempts (acks with status failed, lease expiries)
+    la:<leaseId>        hash   id -> answer ('done'|'failed'|'dlq' .. ':' .. dlq 0/1) of each ack
+                               under that lease (expires 60 s after its last ack): a resent or
+                               retried ack is answered as a repeat instead of being applied twice
     dlq                 stream dead letters
     trim                zset   partition -> next time retention must look at it
     stats               hash   pushed, size (retained entries), resolved:<g>, dlq, expiries
@@ -226,6 +229,8 @@ end
 
 -- Appends the items of one queue. items: list of {p, pid, txn, mid, trace, data, sub}.
 -- Returns per item {status, messageId} (status 1 queued, 0 duplicate) or nil, size when full.
+-- An item whose transactionId is stored under its own messageId (the node's fresh id for
+-- this request) was stored by a first run of the same request: answered queued again.
 local function push_items(base, items, cfg, now, namespace, task)
   local cfgkey = base .. 'cfg'
   if redis.call('HSETNX', cfgkey, 'createdAt', fmt(now)) == 1 then
@@ -255,14 +260,22 @@ local function push_items(base, items, cfg, now, namespace, task)
   local seen = {}
   local fresh = 0
   local results = {}
+  -- Items this very request stored already (a resent script: the node's messageId matches).
+  local again = {}
   for i, it in ipairs(items) do
     local key = it[1] .. '\n' .. it[3]
     local existing = seen[key]
     if not existing then
       local d = stored[i]
-      if d then existing = string.match(d, ' (.*)$') end
+      if d then
+        existing = string.match(d, ' (.*)$')
+        if existing == it[4] then again[i] = true end
+      end
     end
-    if existing then
+    if again[i] then
+      seen[key] = existing
+      results[i] = { 1, existing }
+    elseif existing then
       results[i] = { 0, existing }
     else
       seen[key] = it[4]
@@ -278,7 +291,7 @@ local function push_items(base, items, cfg, now, namespace, task)
   local touched = {}
   local dedup_writes = {}
   for i, it in ipairs(items) do
-    if results[i][1] == 1 then
+    if results[i][1] == 1 and not again[i] then
       local p = it[1]
       local id = redis.call('XADD', base .. 's:' .. p, '*', 'm', it[4], 't', it[3], 'tr', it[5],
         'd', it[6], 's', it[7])
@@ -318,28 +331,81 @@ local function push_items(base, items, cfg, now, namespace, task)
   return results
 end
 
--- Checks an ack without changing anything. Returns id, error.
-local function check_ack(base, p, g, txn, lease, now)
+-- What an ack asks for, for repeat detection: completed and success are one answer, failed
+-- and retry another; dlq its own.
+local function ack_class(status)
+  if status == 'completed' or status == 'success' then return 'done' end
+  if status == 'dlq' then return 'dlq' end
+  return 'failed'
+end
+
+-- The answer recorded for message id under lease (false if none): 'done:0', 'failed:1'...
+local function ack_memo(base, lease, id)
+  if lease == '' then return false end
+  return redis.call('HGET', base .. 'la:' .. lease, id)
+end
+
+-- How long (ms) after the last ack under a lease its answers are kept: a resend comes within
+-- ms, a client retry after a reset within seconds; a fixed window keeps the memory at about
+-- (leases acked per second) x 60 small hashes, whatever the leaseTime.
+local ANSWER_MEMORY_MS = 60000
+
+-- Records an applied ack under its lease for ANSWER_MEMORY_MS.
+local function remember_ack(base, lease, id, status, dlq)
+  if lease == '' then return end
+  local key = base .. 'la:' .. lease
+  redis.call('HSET', key, id, ack_class(status) .. ':' .. dlq)
+  redis.call('PEXPIRE', key, ANSWER_MEMORY_MS)
+end
+
+--[[
+  Whether an ack repeats one already applied (a client retry, or ioredis resending a script
+  whose reply was lost). Returns false when it does not, else err (nil: a repeat, answered as
+  a success flagged `repeat`) and dlq (what the first answer reported). With a lease, the
+  answer recorded under it decides (same status class: repeat; another: refused); without
+  one the lease check follows, so a stale consumer is still told its lease expired. Without a
+  lease, a resolved message repeats a completed/success ack (other statuses cannot be told
+  apart from a conflicting answer and fall through to 'Message already acknowledged').
+]]
+local function ack_repeat(lease, memo, status, resolved)
+  if memo then
+    local class, dlq = string.match(memo, '^(%a+):(%d)$')
+    if class == ack_class(status) then return true, nil, tonumber(dlq) end
+    return true, 'Message already acknowledged', 0
+  end
+  if lease == '' and resolved and ack_class(status) == 'done' then return true, nil, 0 end
+  return false
+end
+
+-- Checks an ack without changing anything. Returns id, error, repeat_dlq (a number when the
+-- ack repeats one already applied: nothing is to be written).
+local function check_ack(base, p, g, txn, lease, status, now)
   local d = redis.call('HGET', base .. 'd:' .. p, txn)
   if not d then return nil, 'Message not found' end
   local id = string.match(d, '^(%S+)')
+  local pos = position(base, p, g)
+  local resolved = id_cmp(id, pos) <= 0 or redis.call('SISMEMBER', base .. 'a:' .. p .. ':' .. g, id) == 1
+  local seen, err, dlq = ack_repeat(lease, ack_memo(base, lease, id), status, resolved)
+  if seen then
+    if err then return nil, err end
+    return id, nil, dlq
+  end
   if lease ~= '' then
     local st = redis.call('HMGET', ckey(base, p, g), 'lease', 'exp')
     if st[1] ~= lease or tonumber(st[2] or '0') <= now then
       return nil, 'Invalid or expired lease'
     end
   end
-  local pos = position(base, p, g)
-  if id_cmp(id, pos) <= 0 or redis.call('SISMEMBER', base .. 'a:' .. p .. ':' .. g, id) == 1 then
-    return nil, 'Message already acknowledged'
-  end
+  if resolved then return nil, 'Message already acknowledged' end
   return id, nil
 end
 
--- Applies one ack (status completed|success|failed|retry|dlq). Returns ok, err, released, dlq.
+-- Applies one ack (status completed|success|failed|retry|dlq). Returns ok, err, released, dlq,
+-- repeat (1 when it repeated an ack already applied, which changes nothing).
 local function apply_ack(base, p, g, txn, status, lease, errtext, cfg, now)
-  local id, err = check_ack(base, p, g, txn, lease, now)
-  if not id then return 0, err, 0, 0 end
+  local id, err, repeat_dlq = check_ack(base, p, g, txn, lease, status, now)
+  if not id then return 0, err, 0, 0, 0 end
+  if repeat_dlq then return 1, nil, 0, repeat_dlq, 1 end
   local ck = ckey(base, p, g)
   local st = redis.call('HMGET', ck, 'lease', 'exp', 'upto', 'n')
   local leased = st[1] and tonumber(st[2] or '0') > now and st[3] and id_cmp(id, st[3]) <= 0
@@ -355,6 +421,7 @@ local function apply_ack(base, p, g, txn, status, lease, errtext, cfg, now)
   else
     if fail_attempt(base, p, g, id, errtext, cfg, now) then dlq = 1 end
   end
+  remember_ack(base, lease, id, status, dlq)
   local released = 0
   if leased then
     local rset = base .. 'r:' .. p .. ':' .. g
@@ -367,7 +434,7 @@ local function apply_ack(base, p, g, txn, status, lease, errtext, cfg, now)
   advance(base, p, g)
   if released == 1 or not st[1] then reschedule(base, p, g, now) end
   schedule_trim(base, p, now + cfg.completedRetentionSeconds * 1000)
-  return 1, nil, released, dlq
+  return 1, nil, released, dlq, 0
 end
 
 -- Calls `command key members...` in chunks (Lua's unpack has a bounded stack).
@@ -446,6 +513,8 @@ local function ack_many(base, acks, cfg, now)
   end
 
   local states, order, trims = {}, {}, {}
+  -- Answers under each lease: read once per (lease, id), written once per lease.
+  local memos, memo_writes, memo_order = {}, {}, {}
   local function state_of(p, g)
     local key = p .. '\n' .. g
     local st = states[key]
@@ -470,19 +539,30 @@ local function ack_many(base, acks, cfg, now)
   for i, a in ipairs(acks) do
     local d = dedup[a.p][a.txn]
     if not d then
-      out[i] = { 0, 'Message not found', 0, 0 }
+      out[i] = { 0, 'Message not found', 0, 0, 0 }
     else
       local id = string.sub(d, 1, string.find(d, ' ', 1, true) - 1)
       local st = state_of(a.p, a.g)
       local err = nil
-      if a.lease ~= '' and (st.lease ~= a.lease or st.exp <= now) then
-        err = 'Invalid or expired lease'
-      elseif id_cmp(id, st.pos) <= 0 or st.resolved[id]
-        or (st.acount > 0 and redis.call('SISMEMBER', st.aset, id) == 1) then
-        err = 'Message already acknowledged'
+      local memo = false
+      if a.lease ~= '' then
+        local answers = memos[a.lease]
+        if not answers then answers = {}; memos[a.lease] = answers end
+        memo = answers[id]
+        if memo == nil then
+          memo = ack_memo(base, a.lease, id)
+          answers[id] = memo
+        end
       end
-      if err then
-        out[i] = { 0, err, 0, 0 }
+      local resolved = id_cmp(id, st.pos) <= 0 or st.resolved[id]
+        or (st.acount > 0 and redis.call('SISMEMBER', st.aset, id) == 1)
+      local seen, repeat_err, repeat_dlq = ack_repeat(a.lease, memo, a.status, resolved)
+      if seen then
+        if repeat_err then out[i] = { 0, repeat_err, 0, 0, 0 } else out[i] = { 1, '', 0, repeat_dlq, 1 } end
+      elseif a.lease ~= '' and (st.lease ~= a.lease or st.exp <= now) then
+        out[i] = { 0, 'Invalid or expired lease', 0, 0, 0 }
+      elseif resolved then
+        out[i] = { 0, 'Message already acknowledged', 0, 0, 0 }
       else
         local had_lease = st.lease
         local leased = st.lease and st.exp > now and st.upto and id_cmp(id, st.upto) <= 0
@@ -527,7 +607,19 @@ local function ack_many(base, acks, cfg, now)
         end
         if released == 1 or not had_lease then st.reschedule = true end
         trims[a.p] = true
-        out[i] = { 1, '', released, dlq }
+        if a.lease ~= '' then
+          local answer = ack_class(a.status) .. ':' .. dlq
+          memos[a.lease][id] = answer
+          local w = memo_writes[a.lease]
+          if not w then
+            w = { fields = {} }
+            memo_writes[a.lease] = w
+            memo_order[#memo_order + 1] = a.lease
+          end
+          w.fields[#w.fields + 1] = id
+          w.fields[#w.fields + 1] = answer
+        end
+        out[i] = { 1, '', released, dlq, 0 }
       end
     end
   end
@@ -543,6 +635,11 @@ local function ack_many(base, acks, cfg, now)
     if st.fresh > 0 then redis.call('HINCRBY', base .. 'stats', 'resolved:' .. st.g, st.fresh) end
     if st.lease then call_chunked('SADD', st.rset, st.rids) end
     if st.reschedule then reschedule(base, st.p, st.g, now) end
+  end
+  for _, lease in ipairs(memo_order) do
+    local w = memo_writes[lease]
+    call_chunked('HSET', base .. 'la:' .. lease, w.fields)
+    redis.call('PEXPIRE', base .. 'la:' .. lease, ANSWER_MEMORY_MS)
   end
   local trim_at = now + cfg.completedRetentionSeconds * 1000
   for p in pairs(trims) do schedule_trim(base, p, trim_at) end

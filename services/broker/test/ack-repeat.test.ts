@@ -1,0 +1,157 @@
+/*
+ * Acknowledgements are idempotent (issue #9, defect 2; docs/broker.md): a client that retries
+ * an ack after a connection reset is told it succeeded (flagged `repeat`), and the retry
+ * changes nothing — for single, batch and transactional acks, on both backends.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { stopTestRedis } from '@herald/testkit';
+import type { Broker } from '../src/index.js';
+import { BACKENDS, client, queueName, startTestBroker } from './helpers.js';
+
+after(() => stopTestRedis());
+
+for (const backend of BACKENDS) {
+  describe(`retried acks are repeats (${backend})`, () => {
+    let broker: Broker;
+    let api: ReturnType<typeof client>;
+    before(async () => {
+      broker = await startTestBroker(backend);
+      api = client(broker.url);
+    });
+    after(() => broker.close());
+
+    async function popOne(queue: string, retryLimit: number) {
+      await api.configure(queue, { retryLimit, leaseTime: 60 });
+      await api.push([{ queue, payload: 'x', transactionId: 't1' }]);
+      const popped = await api.pop(queue);
+      assert.equal(popped.status, 200);
+      return popped.body.messages[0];
+    }
+
+    const cases = [
+      // status, retryLimit, expected dlq, retryCount of the redelivery (null: none expected)
+      { status: 'completed', retryLimit: 3, dlq: false, redelivered: null },
+      { status: 'success', retryLimit: 3, dlq: false, redelivered: null },
+      { status: 'failed', retryLimit: 3, dlq: false, redelivered: 1 },
+      { status: 'retry', retryLimit: 3, dlq: false, redelivered: 1 },
+      { status: 'failed', retryLimit: 0, dlq: true, redelivered: null },
+      { status: 'dlq', retryLimit: 3, dlq: true, redelivered: null },
+    ] as const;
+    for (const { status, retryLimit, dlq, redelivered } of cases) {
+      test(`the same ${status} ack twice (retryLimit ${retryLimit}): both succeed, the second is a repeat that changes nothing`, async () => {
+        const queue = queueName('repeat');
+        const message = await popOne(queue, retryLimit);
+        const body = {
+          transactionId: 't1',
+          partitionId: message.partitionId,
+          leaseId: message.leaseId,
+          status,
+          error: 'boom',
+        };
+        const first = await api.ack(body);
+        const second = await api.ack(body);
+        assert.deepEqual(
+          [first.body[0].success, first.body[0].repeat, first.body[0].dlq],
+          [true, false, dlq],
+        );
+        assert.deepEqual(
+          [second.body[0].success, second.body[0].error, second.body[0].repeat, second.body[0].dlq],
+          [true, null, true, dlq],
+        );
+        const next = await api.pop(queue);
+        if (redelivered === null) {
+          assert.equal(next.status, 204);
+        } else {
+          assert.equal(next.status, 200);
+          assert.equal(next.body.messages[0].retryCount, redelivered, 'one attempt counted, not two');
+        }
+        const dead = await api.call('GET', `/api/v1/dlq?queue=${encodeURIComponent(queue)}`);
+        assert.equal(dead.body.total, dlq ? 1 : 0);
+      });
+    }
+
+    test('a batch ack sent twice: every item of the retry is a repeat', async () => {
+      const queue = queueName('repeat-batch');
+      await api.push(
+        ['a', 'b', 'c'].map((transactionId) => ({ queue, payload: transactionId, transactionId })),
+      );
+      const popped = (await api.pop(queue, 'batch=3')).body;
+      const body = {
+        acknowledgments: [
+          { transactionId: 'a', partitionId: popped.partitionId, leaseId: popped.leaseId },
+          { transactionId: 'b', partitionId: popped.partitionId, leaseId: popped.leaseId, status: 'failed' },
+          { transactionId: 'c', partitionId: popped.partitionId, leaseId: popped.leaseId },
+        ],
+      };
+      const first = await api.ackBatch(body);
+      const second = await api.ackBatch(body);
+      assert.deepEqual(
+        first.body.map((r: any) => [r.success, r.repeat]),
+        [
+          [true, false],
+          [true, false],
+          [true, false],
+        ],
+      );
+      assert.deepEqual(
+        second.body.map((r: any) => [r.success, r.error, r.repeat]),
+        [
+          [true, null, true],
+          [true, null, true],
+          [true, null, true],
+        ],
+      );
+      const again = await api.pop(queue, 'batch=3');
+      assert.deepEqual(
+        again.body.messages.map((m: any) => [m.transactionId, m.retryCount]),
+        [['b', 1]],
+      );
+    });
+
+    test('a transaction sent twice: its ack is a repeat, the retry commits', async () => {
+      const source = queueName('repeat-src');
+      const target = queueName('repeat-dst');
+      const message = await popOne(source, 3);
+      const body = {
+        operations: [
+          { type: 'push', items: [{ queue: target, payload: 'out', transactionId: 'o1' }] },
+          {
+            type: 'ack',
+            transactionId: 't1',
+            partitionId: message.partitionId,
+            leaseId: message.leaseId,
+            status: 'completed',
+          },
+        ],
+      };
+      const first = await api.call('POST', '/api/v1/transaction', body);
+      const second = await api.call('POST', '/api/v1/transaction', body);
+      assert.equal(first.body.success, true);
+      assert.equal(second.body.success, true, JSON.stringify(second.body));
+      assert.equal(first.body.results[1].repeat, false);
+      assert.equal(second.body.results[1].repeat, true);
+      assert.equal(second.body.results[0].status, 'duplicate', 'the retried push is deduplicated');
+      const out = await api.pop(target, 'batch=10');
+      assert.equal(out.body.messages.length, 1);
+      assert.equal((await api.pop(source)).status, 204);
+    });
+
+    test('a stale lease is still refused, and a conflicting second answer too', async () => {
+      const queue = queueName('repeat-stale');
+      const message = await popOne(queue, 3);
+      const completed = { transactionId: 't1', partitionId: message.partitionId, leaseId: message.leaseId };
+      assert.equal((await api.ack(completed)).body[0].success, true);
+      const conflicting = await api.ack({ ...completed, status: 'failed' });
+      assert.deepEqual(
+        [conflicting.body[0].success, conflicting.body[0].error],
+        [false, 'Message already acknowledged'],
+      );
+      const stranger = await api.ack({ ...completed, leaseId: 'another-lease' });
+      assert.deepEqual(
+        [stranger.body[0].success, stranger.body[0].error],
+        [false, 'Invalid or expired lease'],
+      );
+    });
+  });
+}
