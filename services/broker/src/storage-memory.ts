@@ -181,7 +181,13 @@ interface Queue {
 
 interface LeaseAnswers {
   expiresAt: number;
-  bySeq: Map<number, string>;
+  /** Answer per acked message, keyed by `answerKey(partitionId, transactionId)`. */
+  byAck: Map<string, string>;
+}
+
+/** The key of an ack's recorded answer under its lease: the message as the client names it. */
+function answerKey(partitionId: string, transactionId: string): string {
+  return `${partitionId}\n${transactionId}`;
 }
 
 /** How long after the last ack under a lease its answers are kept for repeats (lua ANSWER_MEMORY_MS). */
@@ -673,42 +679,53 @@ export class MemoryStorage implements BrokerStorage {
   private checkAck(
     ack: AckInput,
     now: number,
-  ): { queue: Queue; partition: Partition; message: Message; repeat?: { dlq: boolean } } | string {
+  ):
+    | { queue: Queue; partition: Partition; repeat: { dlq: boolean } }
+    | { queue: Queue; partition: Partition; message: Message; repeat?: undefined }
+    | string {
     const located = this.locate(ack);
     if (!located) return 'Message not found';
+    // The answer recorded under the lease decides first: retention may have removed the
+    // message since (completedRetentionSeconds 0), and its retry must still be a repeat.
+    if (ack.leaseId) {
+      const answers = located.queue.answers.get(ack.leaseId);
+      const memo =
+        answers && answers.expiresAt > now
+          ? answers.byAck.get(answerKey(ack.partitionId, ack.transactionId))
+          : undefined;
+      if (memo !== undefined) {
+        const [kind, dlq] = memo.split(':');
+        if (kind !== ackClass(ack.status)) return 'Message already acknowledged';
+        return { ...located, repeat: { dlq: dlq === '1' } };
+      }
+    }
     const message = located.partition.dedup.get(ack.transactionId);
     if (!message) return 'Message not found';
     const consumer = this.consumer(located.queue, located.partition, ack.group);
     const resolved = message.seq <= consumer.position || consumer.resolved.has(message.seq);
     if (ack.leaseId) {
-      const answers = located.queue.answers.get(ack.leaseId);
-      const memo = answers && answers.expiresAt > now ? answers.bySeq.get(message.seq) : undefined;
-      if (memo !== undefined) {
-        const [kind, dlq] = memo.split(':');
-        if (kind !== ackClass(ack.status)) return 'Message already acknowledged';
-        return { ...located, message, repeat: { dlq: dlq === '1' } };
-      }
       const lease = consumer.lease;
       if (!lease || lease.id !== ack.leaseId || lease.expiresAt <= now) return 'Invalid or expired lease';
     } else if (resolved && ackClass(ack.status) === 'done') {
-      return { ...located, message, repeat: { dlq: false } };
+      return { ...located, repeat: { dlq: false } };
     }
     if (resolved) return 'Message already acknowledged';
     return { ...located, message };
   }
 
-  private rememberAck(queue: Queue, leaseId: string, now: number, seq: number, answer: string): void {
+  private rememberAck(queue: Queue, ack: AckInput, now: number, answer: string): void {
+    const leaseId = ack.leaseId as string;
     let answers = queue.answers.get(leaseId);
     if (!answers) {
       if (queue.answers.size >= queue.answersSweepAt) {
         for (const [id, entry] of queue.answers) if (entry.expiresAt <= now) queue.answers.delete(id);
         queue.answersSweepAt = Math.max(1024, queue.answers.size * 2);
       }
-      answers = { expiresAt: 0, bySeq: new Map() };
+      answers = { expiresAt: 0, byAck: new Map() };
       queue.answers.set(leaseId, answers);
     }
     answers.expiresAt = now + ANSWER_MEMORY_MS;
-    answers.bySeq.set(seq, answer);
+    answers.byAck.set(answerKey(ack.partitionId, ack.transactionId), answer);
   }
 
   private applyAck(ack: AckInput, index: number, now: number): AckResult {
@@ -727,7 +744,7 @@ export class MemoryStorage implements BrokerStorage {
         repeat: false,
       };
     }
-    const { queue, partition, message } = checked;
+    const { queue, partition } = checked;
     if (checked.repeat) {
       return {
         index,
@@ -741,6 +758,7 @@ export class MemoryStorage implements BrokerStorage {
         repeat: true,
       };
     }
+    const { message } = checked;
     const group = ack.group;
     const consumer = this.consumer(queue, partition, group);
     const lease = consumer.lease;
@@ -766,7 +784,7 @@ export class MemoryStorage implements BrokerStorage {
       dlq = this.failAttempt(queue, partition, group, consumer, message, ack.error ?? '', now);
     }
     if (ack.leaseId && lease) {
-      this.rememberAck(queue, ack.leaseId, now, message.seq, `${ackClass(ack.status)}:${dlq ? 1 : 0}`);
+      this.rememberAck(queue, ack, now, `${ackClass(ack.status)}:${dlq ? 1 : 0}`);
     }
     let released = false;
     if (leased && lease) {
@@ -812,7 +830,7 @@ export class MemoryStorage implements BrokerStorage {
       if (operation.type !== 'ack') continue;
       const checked = this.checkAck(operation.ack, now);
       if (typeof checked === 'string') return { success: false, error: checked, failedIndex: index };
-      const key = `${operation.ack.partitionId}\n${operation.ack.group}\n${checked.message.seq}`;
+      const key = `${operation.ack.partitionId}\n${operation.ack.group}\n${operation.ack.transactionId}`;
       if (acked.has(key))
         return { success: false, error: 'Message already acknowledged', failedIndex: index };
       acked.add(key);

@@ -71,6 +71,39 @@ for (const backend of BACKENDS) {
       });
     }
 
+    test('an ack retried after retention removed the message is still a repeat (single and batch)', async () => {
+      const queue = queueName('repeat-retained');
+      await api.configure(queue, { retryLimit: 3, leaseTime: 60, completedRetentionSeconds: 0 });
+      await api.push(['a', 'b'].map((transactionId) => ({ queue, payload: transactionId, transactionId })));
+      const popped = (await api.pop(queue, 'batch=2')).body;
+      const acks = popped.messages.map((message: { transactionId: string; partitionId: string }) => ({
+        transactionId: message.transactionId,
+        partitionId: message.partitionId,
+        leaseId: popped.leaseId,
+        status: 'completed',
+      }));
+      const first = await api.call('POST', '/api/v1/ack/batch', { acknowledgments: acks });
+      assert.deepEqual(
+        first.body.map((result: { success: boolean }) => result.success),
+        [true, true],
+      );
+      // completedRetentionSeconds 0: the next retention run deletes both messages.
+      assert.ok((await broker.storage.applyRetention()) >= 2, 'retention removed the acked messages');
+      const single = await api.ack(acks[0]);
+      assert.deepEqual(
+        [single.body[0].success, single.body[0].error, single.body[0].repeat],
+        [true, null, true],
+      );
+      const batch = await api.call('POST', '/api/v1/ack/batch', { acknowledgments: acks });
+      assert.deepEqual(
+        batch.body.map((result: { success: boolean; repeat: boolean }) => [result.success, result.repeat]),
+        [
+          [true, true],
+          [true, true],
+        ],
+      );
+    });
+
     test('a batch ack sent twice: every item of the retry is a repeat', async () => {
       const queue = queueName('repeat-batch');
       await api.push(

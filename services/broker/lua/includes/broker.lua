@@ -19,7 +19,7 @@
     a:<p>:<g>           set    ids after pos already resolved (acked, dead-lettered, expired)
     r:<p>:<g>           set    ids answered (any status) under the current lease
     rc:<p>:<g>          hash   id -> failed attempts (acks with status failed, lease expiries)
-    la:<leaseId>        hash   id -> answer ('done'|'failed'|'dlq' .. ':' .. dlq 0/1) of each ack
+    la:<leaseId>        hash   '<p>\n<txn>' -> answer ('done'|'failed'|'dlq' .. ':' .. dlq 0/1) of each ack
                                under that lease (expires 60 s after its last ack): a resent or
                                retried ack is answered as a repeat instead of being applied twice
     dlq                 stream dead letters
@@ -339,10 +339,17 @@ local function ack_class(status)
   return 'failed'
 end
 
--- The answer recorded for message id under lease (false if none): 'done:0', 'failed:1'...
-local function ack_memo(base, lease, id)
+-- The field of an ack's answer under its lease: the message as the client names it
+-- (partition id, transactionId), so a retry is recognised even after retention removed the
+-- message (completedRetentionSeconds 0).
+local function answer_field(p, txn)
+  return p .. '\n' .. txn
+end
+
+-- The answer recorded under lease for the ack of (p, txn) (false if none): 'done:0', 'failed:1'...
+local function ack_memo(base, lease, p, txn)
   if lease == '' then return false end
-  return redis.call('HGET', base .. 'la:' .. lease, id)
+  return redis.call('HGET', base .. 'la:' .. lease, answer_field(p, txn))
 end
 
 -- How long (ms) after the last ack under a lease its answers are kept: a resend comes within
@@ -351,10 +358,10 @@ end
 local ANSWER_MEMORY_MS = 60000
 
 -- Records an applied ack under its lease for ANSWER_MEMORY_MS.
-local function remember_ack(base, lease, id, status, dlq)
+local function remember_ack(base, lease, p, txn, status, dlq)
   if lease == '' then return end
   local key = base .. 'la:' .. lease
-  redis.call('HSET', key, id, ack_class(status) .. ':' .. dlq)
+  redis.call('HSET', key, answer_field(p, txn), ack_class(status) .. ':' .. dlq)
   redis.call('PEXPIRE', key, ANSWER_MEMORY_MS)
 end
 
@@ -380,12 +387,19 @@ end
 -- Checks an ack without changing anything. Returns id, error, repeat_dlq (a number when the
 -- ack repeats one already applied: nothing is to be written).
 local function check_ack(base, p, g, txn, lease, status, now)
+  local memo = ack_memo(base, lease, p, txn)
   local d = redis.call('HGET', base .. 'd:' .. p, txn)
-  if not d then return nil, 'Message not found' end
+  if not d then
+    -- Retention may have removed the message since the answer was recorded.
+    if not memo then return nil, 'Message not found' end
+    local _, err, dlq = ack_repeat(lease, memo, status, true)
+    if err then return nil, err end
+    return txn, nil, dlq
+  end
   local id = string.match(d, '^(%S+)')
   local pos = position(base, p, g)
   local resolved = id_cmp(id, pos) <= 0 or redis.call('SISMEMBER', base .. 'a:' .. p .. ':' .. g, id) == 1
-  local seen, err, dlq = ack_repeat(lease, ack_memo(base, lease, id), status, resolved)
+  local seen, err, dlq = ack_repeat(lease, memo, status, resolved)
   if seen then
     if err then return nil, err end
     return id, nil, dlq
@@ -421,7 +435,7 @@ local function apply_ack(base, p, g, txn, status, lease, errtext, cfg, now)
   else
     if fail_attempt(base, p, g, id, errtext, cfg, now) then dlq = 1 end
   end
-  remember_ack(base, lease, id, status, dlq)
+  remember_ack(base, lease, p, txn, status, dlq)
   local released = 0
   if leased then
     local rset = base .. 'r:' .. p .. ':' .. g
@@ -538,22 +552,31 @@ local function ack_many(base, acks, cfg, now)
 
   for i, a in ipairs(acks) do
     local d = dedup[a.p][a.txn]
+    local field = answer_field(a.p, a.txn)
+    local memo = false
+    if a.lease ~= '' then
+      local answers = memos[a.lease]
+      if not answers then answers = {}; memos[a.lease] = answers end
+      memo = answers[field]
+      if memo == nil then
+        memo = ack_memo(base, a.lease, a.p, a.txn)
+        answers[field] = memo
+      end
+    end
     if not d then
-      out[i] = { 0, 'Message not found', 0, 0, 0 }
+      -- Retention may have removed the message since the answer was recorded.
+      local _, repeat_err, repeat_dlq = ack_repeat(a.lease, memo, a.status, true)
+      if not memo then
+        out[i] = { 0, 'Message not found', 0, 0, 0 }
+      elseif repeat_err then
+        out[i] = { 0, repeat_err, 0, 0, 0 }
+      else
+        out[i] = { 1, '', 0, repeat_dlq, 1 }
+      end
     else
       local id = string.sub(d, 1, string.find(d, ' ', 1, true) - 1)
       local st = state_of(a.p, a.g)
       local err = nil
-      local memo = false
-      if a.lease ~= '' then
-        local answers = memos[a.lease]
-        if not answers then answers = {}; memos[a.lease] = answers end
-        memo = answers[id]
-        if memo == nil then
-          memo = ack_memo(base, a.lease, id)
-          answers[id] = memo
-        end
-      end
       local resolved = id_cmp(id, st.pos) <= 0 or st.resolved[id]
         or (st.acount > 0 and redis.call('SISMEMBER', st.aset, id) == 1)
       local seen, repeat_err, repeat_dlq = ack_repeat(a.lease, memo, a.status, resolved)
@@ -609,14 +632,14 @@ local function ack_many(base, acks, cfg, now)
         trims[a.p] = true
         if a.lease ~= '' then
           local answer = ack_class(a.status) .. ':' .. dlq
-          memos[a.lease][id] = answer
+          memos[a.lease][field] = answer
           local w = memo_writes[a.lease]
           if not w then
             w = { fields = {} }
             memo_writes[a.lease] = w
             memo_order[#memo_order + 1] = a.lease
           end
-          w.fields[#w.fields + 1] = id
+          w.fields[#w.fields + 1] = field
           w.fields[#w.fields + 1] = answer
         end
         out[i] = { 1, '', released, dlq, 0 }
