@@ -50,6 +50,12 @@ function runner(storage: BrokerStorage, metrics: BrokerMetrics): Record<JobName,
   };
 }
 
+/**
+ * BullMQ's complaints about jobs whose keys vanished with an outage (a Redis that came back
+ * empty, a lock that expired while it was away): the next scheduled run does the work.
+ */
+const BULL_AFTER_OUTAGE = /Missing key for job|Missing lock for job|could not renew lock/i;
+
 function withinMs<T>(work: Promise<T>, ms: number, what: string): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const bound = new Promise<never>((_, reject) => {
@@ -105,12 +111,14 @@ export function startRedisMaintenance(options: {
     },
     { connection: connect('herald-broker-bull-worker'), prefix, concurrency: 3 },
   );
+  // What an outage leaves behind is not news: the outage itself is logged once (OutageLog).
+  const outageEcho = (error: Error) => isConnectionError(error) || BULL_AFTER_OUTAGE.test(error.message);
   const onError = (source: string) => (error: Error) => {
-    if (!isConnectionError(error)) log.warn({ err: loggableError(error) }, `maintenance ${source} error`);
+    if (outageEcho(error)) log.debug({ err: loggableError(error) }, `maintenance ${source}: after an outage`);
+    else log.warn({ err: loggableError(error) }, `maintenance ${source} error`);
   };
   worker.on('failed', (job, error) => {
-    if (!isConnectionError(error))
-      log.warn({ err: loggableError(error), job: job?.name }, 'maintenance job failed');
+    if (!outageEcho(error)) log.warn({ err: loggableError(error), job: job?.name }, 'maintenance job failed');
   });
   worker.on('error', onError('worker'));
   // Without a listener BullMQ prints a queue's connection errors to stderr (Redis outages).
