@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import type { Metrics } from '@herald/metrics';
 import {
@@ -20,6 +19,8 @@ import {
 } from '@herald/redis';
 import { backendUnavailable } from './errors.js';
 import type { HubMetrics } from './metrics.js';
+import { RedisClock } from './redis-clock.js';
+import { withTimeout } from './timeout.js';
 import type { SubscriptionRecord, Transport, UpdateListener } from './transport.js';
 import {
   comparePositions,
@@ -64,8 +65,6 @@ const PUBLISH_TIMEOUT = 5000;
  * Redis resuming, a command still in a socket buffer), and a reply has the difference to travel.
  */
 const PUBLISH_SCRIPT_BUDGET = 4000;
-/** Bound on the TIME round trip that maps the node's clock onto Redis's. */
-const CLOCK_TIMEOUT = 1000;
 
 type StreamEntry = [string, string[]];
 
@@ -75,25 +74,8 @@ interface PendingPublish {
   readonly reject: (error: unknown) => void;
 }
 
-/**
- * Redis's clock seen from this node's monotonic clock: `redisMs >= performance.now() + offset`
- * for any later instant (a lower bound: the TIME reply is taken as read at the end of the round
- * trip), so a deadline computed with it never lands after the node's own.
- */
-interface RedisClock {
-  readonly offset: number;
-}
-
 function isNoScript(error: unknown): boolean {
   return error instanceof Error && error.message.startsWith('NOSCRIPT');
-}
-
-function withTimeout<T>(promise: Promise<T>, milliseconds: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const deadline = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what}: no reply within ${milliseconds} ms`)), milliseconds);
-  });
-  return Promise.race([promise, deadline]).finally(() => clearTimeout(timer));
 }
 
 function decodeEntry([position, fields]: StreamEntry): StoredUpdate {
@@ -121,8 +103,7 @@ export class RedisTransport implements Transport {
    */
   private readonly publisher: Redis;
   private readonly subscriber: Redis;
-  private clock: RedisClock | undefined;
-  private clockMeasurement: Promise<RedisClock> | undefined;
+  private readonly clock: RedisClock;
   private readonly outages: OutageLog;
   private readonly scripts: ScriptSet;
   private readonly keys;
@@ -183,11 +164,7 @@ export class RedisTransport implements Transport {
     this.outages.watch(this.command, 'herald-hub-command');
     this.outages.watch(this.publisher, 'herald-hub-publisher');
     this.outages.watch(this.subscriber, 'herald-hub-subscriber');
-    // Another Redis may answer after a reconnect (a failover): its clock is measured afresh.
-    this.publisher.on('close', () => {
-      this.clock = undefined;
-    });
-    this.publisher.on('ready', () => void this.measureClock().catch(() => undefined));
+    this.clock = new RedisClock(this.publisher);
   }
 
   private script(name: string): LuaScript {
@@ -344,7 +321,7 @@ export class RedisTransport implements Transport {
     const arrived = new Promise<void>((resolve) => this.pendingProbes.set(nonce, resolve));
     try {
       if (this.publisher.status !== 'ready' || this.subscriber.status !== 'ready') return false;
-      await this.measureClock();
+      await this.clock.measure();
       await withTimeout(
         this.publisher.publish(this.keys.channel, PROBE_PREFIX + nonce),
         timeout,
@@ -399,28 +376,10 @@ export class RedisTransport implements Transport {
     )) as StreamEntry[];
   }
 
-  /** Maps this node's clock onto Redis's with one TIME round trip (one at a time). */
-  private measureClock(): Promise<RedisClock> {
-    this.clockMeasurement ??= (async () => {
-      try {
-        const [seconds, microseconds] = await withTimeout(this.publisher.time(), CLOCK_TIMEOUT, 'TIME');
-        const redisMs = Number(seconds) * 1000 + Math.floor(Number(microseconds) / 1000);
-        // Read after the reply: Redis's clock was at least redisMs then, so the offset is a
-        // lower bound (the 1 ms covers the two clocks' rounding).
-        const clock = { offset: redisMs - performance.now() - 1 };
-        this.clock = clock;
-        return clock;
-      } finally {
-        this.clockMeasurement = undefined;
-      }
-    })();
-    return this.clockMeasurement;
-  }
-
   async publish(update: Update): Promise<Position> {
     if (this.publisher.status !== 'ready') throw backendUnavailable();
     try {
-      if (!this.clock) await this.measureClock();
+      if (!this.clock.known) await this.clock.measure();
       return await new Promise<Position>((resolve, reject) => {
         const args = [
           this.keys.channel,
@@ -449,13 +408,13 @@ export class RedisTransport implements Transport {
     this.pendingPublishes = [];
     const keys = [this.keys.history, this.keys.historyIds, this.keys.historyIdsByTime];
     const script = this.script('publish');
-    const clock = this.clock;
-    if (!clock) {
+    const deadlineMs = this.clock.deadline(PUBLISH_SCRIPT_BUDGET);
+    if (deadlineMs === undefined) {
       // The connection dropped since publish() checked: nothing was sent.
       for (const pending of batch) pending.reject(new Error('publish: Redis connection lost'));
       return;
     }
-    const deadline = String(Math.floor(performance.now() + clock.offset + PUBLISH_SCRIPT_BUDGET));
+    const deadline = String(deadlineMs);
     let unsettled = batch.length;
     const settle = (pending: PendingPublish, error: unknown, position?: Position) => {
       if (error) pending.reject(error);
