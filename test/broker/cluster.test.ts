@@ -83,3 +83,25 @@ test('a partition leased through node A is not handed out by node B until acked'
   const extended = await call(a.url, 'POST', `/api/v1/lease/${second.body.leaseId}/extend`, { seconds: 120 });
   assert.equal(extended.body[0].success, true, 'a lease taken on B can be extended on A');
 });
+
+test('a queue deleted on node A and pushed again on node B is registered again (listed, maintained)', async () => {
+  const queue = 'cl.reborn';
+  const listed = async (url: string) =>
+    ((await call(url, 'GET', '/api/v1/resources/queues')).body.queues as { name: string }[]).some(
+      (entry) => entry.name === queue,
+    );
+  assert.equal((await call(b.url, 'POST', '/api/v1/push', { items: [{ queue, payload: 1 }] })).status, 201);
+  assert.equal((await call(a.url, 'DELETE', `/api/v1/resources/queues/${queue}`)).status, 200);
+  assert.equal(await listed(a.url), false);
+  // B remembered the queue as registered; the deletion on A must make it write it again.
+  await waitFor(
+    async () => {
+      assert.equal(
+        (await call(b.url, 'POST', '/api/v1/push', { items: [{ queue, payload: 2 }] })).status,
+        201,
+      );
+      return listed(a.url);
+    },
+    { what: 'the queue to be listed again after a push on B' },
+  );
+});

@@ -17,6 +17,7 @@ import {
 import { closeRedis } from './close.js';
 import { queueFull } from './errors.js';
 import { namespaceAndTask, newId, partitionIdOf, positionBefore, streamIdTime } from './identifiers.js';
+import { RedisRegistry } from './registry-redis.js';
 import { loadBrokerScripts } from './scripts.js';
 import {
   type AckInput,
@@ -128,8 +129,7 @@ export class RedisStorage implements BrokerStorage {
   /** Notifications not yet published (coalesced per event-loop turn), queue → capacity. */
   private readonly pendingNotifications = new Map<string, number>();
   private notifyScheduled = false;
-  private readonly knownQueues = new Set<string>();
-  private readonly knownPartitions = new Map<string, [string, string]>();
+  private readonly registry: RedisRegistry;
   private flagCache: SystemFlags | undefined;
   private readonly traces: RedisTraces;
 
@@ -148,9 +148,14 @@ export class RedisStorage implements BrokerStorage {
     outages.watch(this.subscriber, 'herald-broker-notify');
     this.scripts = loadBrokerScripts();
     this.traces = new RedisTraces(this.redis, (...parts) => this.key(...parts));
+    this.registry = new RedisRegistry(this.redis, (...parts) => this.key(...parts));
+    // Control messages sent while this node was away are lost: read the flags afresh.
+    this.subscriber.on('ready', () => {
+      this.flagCache = undefined;
+    });
     this.subscriber.on('message', (channel: string, message: string) => {
       if (channel === this.key('control')) {
-        this.flagCache = undefined;
+        if (!this.registry.onControl(message)) this.flagCache = undefined;
         return;
       }
       const [queue, capacity] = parseNotification(message);
@@ -214,34 +219,8 @@ export class RedisStorage implements BrokerStorage {
 
   async close(): Promise<void> {
     // Bounded even with Redis down (close.ts): QUIT only on a live connection.
+    this.registry.stop();
     await Promise.all([closeRedis(this.redis), closeRedis(this.subscriber)]);
-  }
-
-  /** Global registrations (queue set, partition-id index), once per process per name. */
-  private async register(queue: string, partitions: Iterable<[string, string]>): Promise<void> {
-    const pending: Promise<unknown>[] = [];
-    if (!this.knownQueues.has(queue)) {
-      pending.push(this.redis.sadd(this.key('queues'), queue).then(() => this.knownQueues.add(queue)));
-    }
-    for (const [partition, partitionId] of partitions) {
-      if (this.knownPartitions.has(partitionId)) continue;
-      pending.push(
-        this.redis
-          .hset(this.key('pid'), partitionId, JSON.stringify([queue, partition]))
-          .then(() => this.knownPartitions.set(partitionId, [queue, partition])),
-      );
-    }
-    await Promise.all(pending);
-  }
-
-  private async resolvePartition(partitionId: string): Promise<[string, string] | undefined> {
-    const known = this.knownPartitions.get(partitionId);
-    if (known) return known;
-    const raw = await this.redis.hget(this.key('pid'), partitionId);
-    if (!raw) return undefined;
-    const pair = JSON.parse(raw) as [string, string];
-    this.knownPartitions.set(partitionId, pair);
-    return pair;
   }
 
   async configure(
@@ -257,7 +236,7 @@ export class RedisStorage implements BrokerStorage {
       .hsetnx(`${base}cfg`, 'createdAt', String(Date.now()))
       .hset(`${base}cfg`, ...fields)
       .exec();
-    await this.register(queue, []);
+    await this.registry.register(queue, []);
     return (await this.getQueue(queue)) as QueueInfo;
   }
 
@@ -272,7 +251,7 @@ export class RedisStorage implements BrokerStorage {
     const failures: Error[] = [];
     await Promise.all(
       [...byQueue].map(async ([queue, list]) => {
-        await this.register(
+        await this.registry.register(
           queue,
           list.map(({ item, partitionId }) => [item.partition, partitionId] as [string, string]),
         );
@@ -392,7 +371,7 @@ export class RedisStorage implements BrokerStorage {
       acks.map(async (ack, index) => {
         // Known partitions resolve without a promise per ack (a batch names few partitions).
         const resolved =
-          this.knownPartitions.get(ack.partitionId) ?? (await this.resolvePartition(ack.partitionId));
+          this.registry.known(ack.partitionId) ?? (await this.registry.resolve(ack.partitionId));
         if (!resolved) {
           results[index] = {
             index,
@@ -470,14 +449,14 @@ export class RedisStorage implements BrokerStorage {
       if (operation.type === 'push') {
         const { item } = operation;
         const partitionId = partitionIdOf(item.queue, item.partition);
-        await this.register(item.queue, [[item.partition, partitionId]]);
+        await this.registry.register(item.queue, [[item.partition, partitionId]]);
         const { namespace, task } = namespaceAndTask(item.queue);
         args.push('push', this.base(item.queue), namespace, task, ...pushItemArguments(item, partitionId));
         touched.add(item.queue);
         pushes[index] = { queue: item.queue, partitionId };
       } else {
         const { ack } = operation;
-        const resolved = await this.resolvePartition(ack.partitionId);
+        const resolved = await this.registry.resolve(ack.partitionId);
         if (!resolved) return { success: false, error: 'Message not found', failedIndex: index };
         const [queue, partition] = resolved;
         args.push(
@@ -578,11 +557,8 @@ export class RedisStorage implements BrokerStorage {
     const ids = [
       ...new Set([...known, ...(await this.run<string[]>('deleteQueue', [`${base}cfg`], [base]))]),
     ];
-    await this.redis.srem(this.key('queues'), queue);
-    if (ids.length > 0) await this.redis.hdel(this.key('pid'), ...ids);
+    await this.registry.remove(queue, ids);
     await this.redis.hdel(this.key('stats'), queue);
-    for (const id of ids) this.knownPartitions.delete(id);
-    this.knownQueues.delete(queue);
     return exists === 1;
   }
 
@@ -628,7 +604,7 @@ export class RedisStorage implements BrokerStorage {
   }
 
   async getMessage(partitionId: string, transactionId: string): Promise<MessageView | undefined> {
-    const resolved = await this.resolvePartition(partitionId);
+    const resolved = await this.registry.resolve(partitionId);
     if (!resolved) return undefined;
     const [queue, partition] = resolved;
     const base = this.base(queue);
@@ -644,7 +620,7 @@ export class RedisStorage implements BrokerStorage {
   }
 
   async deleteMessage(partitionId: string, transactionId: string): Promise<boolean> {
-    const resolved = await this.resolvePartition(partitionId);
+    const resolved = await this.registry.resolve(partitionId);
     if (!resolved) return false;
     const [queue, partition] = resolved;
     const base = this.base(queue);
