@@ -3,6 +3,7 @@
 -- KEYS[2] history stream
 -- ARGV[1] update id
 -- Returns the position, or false when unknown or trimmed.
+-- Writes nothing (a resend is harmless).
 local position = redis.call('HGET', KEYS[1], ARGV[1])
 if not position then
   return false

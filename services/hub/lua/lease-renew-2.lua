@@ -3,11 +3,13 @@
 -- KEYS[2] this node's set of subscription ids
 -- ARGV[1] node id
 -- ARGV[2] lease expiry (ms)
--- Returns 1 when the lease was still held, 0 when it had been reaped (the node must re-register
--- its entries: another node already published their `active: false` events).
-local held = redis.call('ZSCORE', KEYS[1], ARGV[1])
-redis.call('ZADD', KEYS[1], ARGV[2], ARGV[1])
-if held then
-  return 1
+-- Returns 1 when the lease was held (and is renewed), 0 when it had been reaped: the node must
+-- then register its entries again (another node already published their `active: false`
+-- events), which takes the lease anew.
+-- Resend-safe: naturally. A lease that was reaped is not taken here, so a second run still finds
+-- it missing and answers 0 again; renewing a held lease twice sets the same expiry.
+if not redis.call('ZSCORE', KEYS[1], ARGV[1]) then
+  return 0
 end
-return 0
+redis.call('ZADD', KEYS[1], ARGV[2], ARGV[1])
+return 1

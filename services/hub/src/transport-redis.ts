@@ -54,6 +54,8 @@ export interface RedisTransportOptions {
 }
 
 const PROBE_PREFIX = 'probe\n';
+/** How long a reap's claim is kept for a resend of the same call (ms). */
+const REAP_CLAIM_TTL = 60_000;
 const HISTORY_PAGE = 1000;
 /** Live messages held while a gap is being filled; beyond it the fill starts over. */
 const RECOVERY_BUFFER_LIMIT = 100_000;
@@ -140,6 +142,7 @@ export class RedisTransport implements Transport {
       subscriptions: space.key('subscriptions'),
       leases: space.key('node-leases'),
       nodeSubscriptionsPrefix: space.key('node-subscriptions', ''),
+      reapClaimPrefix: space.key('reap-claim', ''),
       nodeSubscriptions: space.key('node-subscriptions', this.nodeId),
     };
     this.scripts = loadScripts(LUA_DIRECTORY);
@@ -545,8 +548,8 @@ export class RedisTransport implements Transport {
       const claimed = await runScript<string[]>(
         this.command,
         this.script('reap'),
-        [this.keys.leases, this.keys.subscriptions],
-        [Date.now(), this.keys.nodeSubscriptionsPrefix],
+        [this.keys.leases, this.keys.subscriptions, `${this.keys.reapClaimPrefix}${randomUUID()}`],
+        [Date.now(), this.keys.nodeSubscriptionsPrefix, REAP_CLAIM_TTL],
       );
       if (claimed.length > 0) {
         this.orphanHandler?.(claimed.map((text) => JSON.parse(text) as SubscriptionRecord));
