@@ -5,12 +5,17 @@
   ARGV[1]  base: <prefix>{<queue>}:
   ARGV[2..] pairs: dead-letter stream id, new messageId
   Returns the number requeued.
-  Resend-safe for its effects: a second run finds the dead letters gone and writes nothing; it
-  returns 0, so a requeue whose reply was lost under-reports its count (not fixed).
+  Resend-safe: per request id. The first new messageId (fresh per call) names the call: the
+  count is kept under <base>rq:<messageId> for ANSWER_MEMORY_MS, and a second run answers it
+  without touching anything (the dead letters are gone by then anyway).
 ]]
 --@include broker
 
 local base = ARGV[1]
+if #ARGV < 3 then return 0 end
+local memo = base .. 'rq:' .. ARGV[3]
+local answered = redis.call('GET', memo)
+if answered then return tonumber(answered) end
 local now = now_ms()
 local groups = redis.call('HKEYS', base .. 'groups')
 local count = 0
@@ -32,4 +37,5 @@ for i = 2, #ARGV, 2 do
     count = count + 1
   end
 end
+redis.call('SET', memo, count, 'PX', ANSWER_MEMORY_MS)
 return count

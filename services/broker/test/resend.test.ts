@@ -10,6 +10,7 @@ import { RedisServer, ReplyLossProxy, scriptCall, uniquePrefix } from '@herald/t
 import { Redis } from 'ioredis';
 import type { Broker } from '../src/index.js';
 import { loadBrokerScripts } from '../src/scripts.js';
+import { QUEUE_MODE } from '../src/storage.js';
 import { client, queueName, startTestBroker } from './helpers.js';
 
 const scripts = loadBrokerScripts();
@@ -28,7 +29,11 @@ describe('broker scripts under a lost reply (redis)', () => {
   before(async () => {
     server = await RedisServer.start();
     proxy = await ReplyLossProxy.start({ port: server.port });
-    broker = await startTestBroker('redis', { REDIS_URL: proxy.url, BROKER_KEY_PREFIX: prefix });
+    broker = await startTestBroker('redis', {
+      REDIS_URL: proxy.url,
+      BROKER_KEY_PREFIX: prefix,
+      BROKER_LEASE_SWEEP_INTERVAL: '200',
+    });
     api = client(broker.url);
   });
   after(async () => {
@@ -248,5 +253,61 @@ describe('broker scripts under a lost reply (redis)', () => {
     await lost;
     assert.ok(reply.status < 300, `${reply.status} ${JSON.stringify(reply.body)}`);
     assert.equal((await api.pop(queue, 'consumerGroup=g2')).status, 204, 'at the end: nothing to read');
+  });
+
+  test('dead-letter requeue: the resent script answers the count the first run requeued', async () => {
+    const queue = queueName('resend-requeue');
+    await api.configure(queue, { retryLimit: 0 });
+    await api.push([{ queue, payload: 1, transactionId: 'dead' }]);
+    const message = (await api.pop(queue)).body.messages[0];
+    await api.ack({ ...message, status: 'failed' });
+    const [letter] = (await api.call('GET', `/api/v1/dlq?queue=${encodeURIComponent(queue)}`)).body.messages;
+    const lost = proxy.loseNextReply(script('requeueDlq'));
+    const reply = await api.call('POST', '/api/v1/dlq/requeue', { queue, dlqIds: [letter.dlqId] });
+    await lost;
+    assert.equal(reply.body.requeued, 1, JSON.stringify(reply.body));
+    assert.equal(await dlqTotal(queue), 0);
+    assert.deepEqual(
+      (await api.pop(queue, 'batch=10')).body.messages.map((m: any) => m.transactionId),
+      ['dead'],
+      'requeued once',
+    );
+  });
+
+  test('lease sweep: the resent script counts one attempt for an expired lease, not two', async () => {
+    const queue = queueName('resend-sweep');
+    await api.configure(queue, { leaseTime: 1, retryLimit: 5 });
+    await api.push([{ queue, payload: 1, transactionId: 'slow' }]);
+    assert.equal((await api.pop(queue)).status, 200);
+    const expiry = Date.now() + 1000;
+    // Only a sweep that starts after the expiry has an attempt to count.
+    const lost = proxy.loseNextReply(
+      (request, index) => Date.now() > expiry + 50 && script('sweepLeases')(request, index),
+    );
+    await lost;
+    const again = await api.pop(queue);
+    assert.equal(again.status, 200);
+    assert.equal(again.body.messages[0].retryCount, 1);
+  });
+
+  test('release: the resent script gives the lease back once and counts no attempt', async () => {
+    const queue = queueName('resend-release');
+    await api.push([{ queue, payload: 1, transactionId: 'unsent' }]);
+    const result = await broker.storage.pop({
+      queue,
+      partition: undefined,
+      group: QUEUE_MODE,
+      batch: 1,
+      maxPartitions: 1,
+      leaseId: 'lease-of-a-client-gone',
+      subscription: { mode: 'all' },
+    });
+    assert.equal(result.partitions.length, 1);
+    const lost = proxy.loseNextReply(script('release'));
+    await broker.storage.release(result, QUEUE_MODE);
+    await lost;
+    const again = await api.pop(queue);
+    assert.equal(again.status, 200);
+    assert.equal(again.body.messages[0].retryCount, 0);
   });
 });

@@ -23,6 +23,7 @@
                                under that lease (expires 60 s after its last ack): a resent or
                                retried ack is answered as a repeat instead of being applied twice
     dlq                 stream dead letters
+    rq:<messageId>      string count requeued by one dead-letter requeue call (60 s; a resend answers it)
     trim                zset   partition -> next time retention must look at it
     stats               hash   pushed, size (retained entries), resolved:<g>, dlq, expiries
 ]]
