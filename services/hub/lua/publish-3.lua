@@ -9,7 +9,8 @@
 -- ARGV[4] history size bound (approximate: whole stream nodes are trimmed)
 -- ARGV[5] history age bound in milliseconds, 0 for none
 -- ARGV[6] deadline in Redis server time (ms): past it the node has already answered 503
--- Returns the position (stream entry id); the channel message is "<position>\n<encoded update>".
+-- Returns { position (stream entry id), 1 when the id was already in history (nothing appended)
+-- else 0 }; the channel message is "<position>\n<encoded update>".
 -- Errors with DEADLINE when run after ARGV[6]: changes nothing.
 --
 -- Safe when applied twice (docs/hub.md, resent publishes): an id whose entry is still in history
@@ -24,7 +25,7 @@ if nowMs > tonumber(ARGV[6]) then
 end
 local existing = redis.call('HGET', KEYS[2], ARGV[2])
 if existing and #redis.call('XRANGE', KEYS[1], existing, existing, 'COUNT', 1) > 0 then
-  return existing
+  return { existing, 1 }
 end
 local position = redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[4], '*', 'u', ARGV[3])
 local ttl = tonumber(ARGV[5])
@@ -50,4 +51,4 @@ if #oldest > 0 then
   end
 end
 redis.call('PUBLISH', ARGV[1], position .. '\n' .. ARGV[3])
-return position
+return { position, 0 }

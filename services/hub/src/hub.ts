@@ -223,9 +223,10 @@ export class Hub {
 
   async publish(update: Update): Promise<string> {
     const stop = this.metrics.publishDuration.startTimer();
-    await this.transport.publish(update);
+    const { repeat } = await this.transport.publish(update);
     stop();
-    this.metrics.updatesTotal.inc();
+    if (repeat) this.metrics.updatesRepeatedTotal.inc();
+    else this.metrics.updatesTotal.inc();
     return update.id;
   }
 

@@ -5,6 +5,7 @@ export interface HubMetrics {
   readonly subscribersConnected: Gauge;
   readonly subscribersTotal: Counter;
   readonly updatesTotal: Counter;
+  readonly updatesRepeatedTotal: Counter;
   readonly publishDuration: Histogram;
   readonly fanoutDuration: Histogram;
   readonly deliveriesTotal: Counter;
@@ -30,7 +31,12 @@ export function createHubMetrics(metrics: Metrics, historyLength: () => Promise<
     }),
     updatesTotal: new Counter({
       name: 'mercure_updates_total',
-      help: 'Updates published through this node.',
+      help: 'Updates appended to history through this node (repeats not included).',
+      registers,
+    }),
+    updatesRepeatedTotal: new Counter({
+      name: 'mercure_updates_repeated_total',
+      help: 'Publishes answered from history because their id was already there (retries, resends).',
       registers,
     }),
     publishDuration: new Histogram({

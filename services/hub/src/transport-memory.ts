@@ -1,4 +1,4 @@
-import type { SubscriptionRecord, Transport, UpdateListener } from './transport.js';
+import type { Published, SubscriptionRecord, Transport, UpdateListener } from './transport.js';
 import {
   comparePositions,
   ORIGIN_POSITION,
@@ -56,12 +56,12 @@ export class MemoryTransport implements Transport {
     return `${this.lastMs}-${this.sequence}`;
   }
 
-  async publish(update: Update): Promise<Position> {
+  async publish(update: Update): Promise<Published> {
     // Same contract as the Redis backend (publish-3.lua): an id still in history is not appended
     // again, its position is returned (docs/hub.md, resent publishes).
     this.trim(Date.now());
     const existing = this.positionById.get(update.id);
-    if (existing !== undefined) return existing;
+    if (existing !== undefined) return { position: existing, repeat: true };
     const position = this.nextPosition();
     const stored: StoredUpdate = { ...update, position };
     const storedAt = Date.now();
@@ -70,7 +70,7 @@ export class MemoryTransport implements Transport {
     this.trim(storedAt);
     this.lastPosition = position;
     this.listener?.(stored);
-    return position;
+    return { position, repeat: false };
   }
 
   private trim(now: number): void {

@@ -21,7 +21,7 @@ import { backendUnavailable } from './errors.js';
 import type { HubMetrics } from './metrics.js';
 import { RedisClock } from './redis-clock.js';
 import { withTimeout } from './timeout.js';
-import type { SubscriptionRecord, Transport, UpdateListener } from './transport.js';
+import type { Published, SubscriptionRecord, Transport, UpdateListener } from './transport.js';
 import {
   comparePositions,
   decodeUpdate,
@@ -70,9 +70,12 @@ const PUBLISH_SCRIPT_BUDGET = 4000;
 
 type StreamEntry = [string, string[]];
 
+/** publish-3.lua's reply: the position, and 1 when the id was already in history. */
+type PublishReply = [Position, 0 | 1];
+
 interface PendingPublish {
   readonly args: (string | number)[];
-  readonly resolve: (position: Position) => void;
+  readonly resolve: (published: Published) => void;
   readonly reject: (error: unknown) => void;
 }
 
@@ -379,11 +382,11 @@ export class RedisTransport implements Transport {
     )) as StreamEntry[];
   }
 
-  async publish(update: Update): Promise<Position> {
+  async publish(update: Update): Promise<Published> {
     if (this.publisher.status !== 'ready') throw backendUnavailable();
     try {
       if (!this.clock.known) await this.clock.measure();
-      return await new Promise<Position>((resolve, reject) => {
+      return await new Promise<Published>((resolve, reject) => {
         const args = [
           this.keys.channel,
           update.id,
@@ -419,9 +422,12 @@ export class RedisTransport implements Transport {
     }
     const deadline = String(deadlineMs);
     let unsettled = batch.length;
-    const settle = (pending: PendingPublish, error: unknown, position?: Position) => {
+    const settle = (pending: PendingPublish, error: unknown, reply?: PublishReply) => {
       if (error) pending.reject(error);
-      else pending.resolve(position as Position);
+      else {
+        const [position, repeat] = reply as PublishReply;
+        pending.resolve({ position, repeat: repeat === 1 });
+      }
       unsettled -= 1;
       if (unsettled === 0) clearTimeout(timer);
     };
@@ -435,15 +441,15 @@ export class RedisTransport implements Transport {
     pipeline.exec().then(
       (results) => {
         batch.forEach((pending, index) => {
-          const [error, position] = results?.[index] ?? [new Error('publish: no reply'), null];
+          const [error, reply] = results?.[index] ?? [new Error('publish: no reply'), null];
           // After a Redis restart the script cache is empty: EVAL reloads it.
           if (isNoScript(error)) {
-            runScript<Position>(this.publisher, script, keys, [...pending.args, deadline]).then(
+            runScript<PublishReply>(this.publisher, script, keys, [...pending.args, deadline]).then(
               (reloaded) => settle(pending, undefined, reloaded),
               (retryError: unknown) => settle(pending, retryError),
             );
           } else {
-            settle(pending, error, position as Position);
+            settle(pending, error, reply as PublishReply);
           }
         });
       },

@@ -1,5 +1,11 @@
 import type { Position, StoredUpdate, Update } from './update.js';
 
+/** Where a publish landed; `repeat` when its id was already in history (nothing appended). */
+export interface Published {
+  readonly position: Position;
+  readonly repeat: boolean;
+}
+
 /** Receives every update, once, in publish order (position order), on every node. */
 export type UpdateListener = (update: StoredUpdate) => void;
 
@@ -27,7 +33,7 @@ export interface Transport {
    * whose entry is still in history is not appended again: the call resolves with that entry's
    * position (a resend or a retry; docs/hub.md, resent publishes).
    */
-  publish(update: Update): Promise<Position>;
+  publish(update: Update): Promise<Published>;
   /**
    * Position of the last update handed to the listener. A subscriber registered now receives,
    * live, exactly the updates after it: replay covers the rest (the replay/live race fix).

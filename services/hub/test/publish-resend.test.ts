@@ -32,6 +32,14 @@ for (const backend of BACKENDS) {
     });
     after(() => hub.close());
 
+    /** mercure_updates_total and mercure_updates_repeated_total, read from /metrics. */
+    async function publishCounters(): Promise<{ updates: number; repeated: number }> {
+      const text = await (await fetch(`${hub.origin}/metrics`)).text();
+      const value = (name: string) =>
+        Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1] ?? Number.NaN);
+      return { updates: value('mercure_updates_total'), repeated: value('mercure_updates_repeated_total') };
+    }
+
     const update = (id: string, data: string): Update => ({ id, topics: [topic], data, private: false });
 
     const cases = [
@@ -62,12 +70,20 @@ for (const backend of BACKENDS) {
           transport.publish(update(resentId, secondPayload)),
           transport.publish(update(resentId, secondPayload)),
         ]);
-        assert.deepEqual([second, third, fourth], [first, first, first]);
+        assert.deepEqual(
+          [first, second, third, fourth].map(({ position, repeat }) => [position, repeat]),
+          [
+            [first.position, false],
+            [first.position, true],
+            [first.position, true],
+            [first.position, true],
+          ],
+        );
         const marker = update(generateUpdateId(), 'marker');
         await transport.publish(marker);
 
         assert.equal(await transport.historyLength(), lengthBefore + 2);
-        assert.equal(await transport.findPosition(resentId), first);
+        assert.equal(await transport.findPosition(resentId), first.position);
         await stream.waitForEvents(2);
         assert.deepEqual(
           stream.events.map((event) => [event.id, event.data]),
@@ -84,9 +100,16 @@ for (const backend of BACKENDS) {
       const stream = await SseStream.open(subscribeUrl(hub.url, [['match', topic]]));
       const id = `https://example.com/updates/${randomUUID()}`;
       const token = publisherToken();
+      const before = await publishCounters();
       assert.equal(await publishOk(hub.url, { topic, id, data: 'first' }, token), id);
       assert.equal(await publishOk(hub.url, { topic, id, data: 'retry' }, token), id);
       const marker = await publishOk(hub.url, { topic, data: 'marker' }, token);
+      const after = await publishCounters();
+      assert.deepEqual(
+        [after.updates - before.updates, after.repeated - before.repeated],
+        [2, 1],
+        'the retry is counted as a repeat, not as another update',
+      );
       await stream.waitForEvents(2);
       assert.deepEqual(
         stream.events.map((event) => [event.id, event.data]),
@@ -130,12 +153,13 @@ for (const backend of BACKENDS) {
       const id = `https://example.com/updates/${randomUUID()}`;
       const publishData = (updateId: string, data: string) =>
         transport.publish({ id: updateId, topics: [topic], data, private: false });
-      const first = await publishData(id, 'first');
+      const { position: first } = await publishData(id, 'first');
       // Redis trims whole stream nodes (100 entries by default): push the entry well out.
       for (let index = 0; index < 300; index++) await publishData(generateUpdateId(), `filler ${index}`);
       assert.equal(await transport.findPosition(id), undefined);
-      const second = await publishData(id, 'second');
+      const { position: second, repeat } = await publishData(id, 'second');
       assert.notEqual(second, first);
+      assert.equal(repeat, false, 'appended anew');
       assert.equal(await transport.findPosition(id), second);
       const copies = (await transport.readHistory(undefined, second, 1000)).filter(
         (stored) => stored.id === id,
