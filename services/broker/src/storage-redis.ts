@@ -17,6 +17,12 @@ import {
 import { closeRedis } from './close.js';
 import { queueFull } from './errors.js';
 import { namespaceAndTask, newId, partitionIdOf, positionBefore, streamIdTime } from './identifiers.js';
+import {
+  RETENTION_BATCH,
+  RETENTION_RUN_BUDGET_MS,
+  retentionRounds,
+  scheduleAllPartitions,
+} from './retention.js';
 import { loadBrokerScripts } from './scripts.js';
 import {
   type AckInput,
@@ -257,6 +263,7 @@ export class RedisStorage implements BrokerStorage {
       .hsetnx(`${base}cfg`, 'createdAt', String(Date.now()))
       .hset(`${base}cfg`, ...fields)
       .exec();
+    await scheduleAllPartitions(this.redis, base);
     await this.register(queue, []);
     return (await this.getQueue(queue)) as QueueInfo;
   }
@@ -793,13 +800,14 @@ export class RedisStorage implements BrokerStorage {
     return { expired };
   }
 
-  async applyRetention(): Promise<number> {
-    let deleted = 0;
-    for (const queue of await this.queueNames()) {
+  async applyRetention(budgetMs = RETENTION_RUN_BUDGET_MS): Promise<number> {
+    const { partitions, perPartition, perCall } = RETENTION_BATCH;
+    return retentionRounds(await this.queueNames(), budgetMs, async (queue) => {
       const base = this.base(queue);
-      deleted += await this.run<number>('retention', [`${base}cfg`], [base, 200, 1000]);
-    }
-    return deleted;
+      const args = [base, partitions, perPartition, perCall];
+      const [deleted, more] = await this.run<[number, number]>('retention', [`${base}cfg`], args);
+      return { deleted: Number(deleted), more: Number(more) === 1 };
+    });
   }
 
   async refreshStats(): Promise<QueueStats[]> {
