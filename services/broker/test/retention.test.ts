@@ -5,7 +5,8 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { stopTestRedis } from '@herald/testkit';
+import { stopTestRedis, testRedisUrl, uniquePrefix } from '@herald/testkit';
+import { Redis } from 'ioredis';
 import type { Broker } from '../src/index.js';
 import { BACKENDS, client, queueName, startTestBroker } from './helpers.js';
 
@@ -146,3 +147,32 @@ for (const backend of BACKENDS) {
     });
   });
 }
+
+describe('maxSize counters of a queue stored by an earlier release (redis)', () => {
+  let broker: Broker;
+  let api: ReturnType<typeof client>;
+  let redis: Redis;
+  const prefix = uniquePrefix('backlog');
+  before(async () => {
+    broker = await startTestBroker('redis', { BROKER_KEY_PREFIX: prefix });
+    api = client(broker.url);
+    redis = new Redis(await testRedisUrl());
+  });
+  after(async () => {
+    redis.disconnect();
+    await broker.close();
+  });
+
+  test('the group backlog is counted once from the streams, then kept', async () => {
+    const queue = queueName('backlog');
+    await api.configure(queue, { maxSize: 3 });
+    assert.equal((await api.pop(queue, 'consumerGroup=g')).status, 204);
+    await api.push([1, 2, 3].map((n) => ({ queue, payload: n })));
+    assert.equal((await api.pop(queue, 'consumerGroup=g&batch=1&autoAck=true')).body.messages.length, 1);
+    // What an earlier release left: no counters (g has 2 unresolved of 3 retained).
+    await redis.hdel(`${prefix}{${encodeURIComponent(queue)}}:stats`, 'backlog', 'pending:g');
+    assert.equal((await api.push([4, 5].map((n) => ({ queue, payload: n })))).status, 429);
+    assert.equal((await api.push([{ queue, payload: 4 }])).status, 201);
+    assert.equal((await api.push([{ queue, payload: 5 }])).status, 429);
+  });
+});

@@ -25,7 +25,8 @@
     dlq                 stream dead letters
     trim                zset   partition -> next time retention must look at it
     stats               hash   pushed, size (retained entries), resolved:<g>, dlq, expiries,
-                               pending:<g> (retained entries group g has not resolved: maxSize)
+                               pending:<g> (retained entries group g has not resolved: maxSize),
+                               backlog (set once the pending:<g> counters were counted)
 ]]
 
 local function now_ms()
@@ -201,6 +202,17 @@ end
 ]]
 local function queue_depth(base, groups)
   if #groups == 0 then return tonumber(redis.call('HGET', base .. 'stats', 'size') or '0') end
+  -- The counters are exact from the first count on (every script that resolves, deletes or
+  -- moves a position keeps them); `backlog` marks that count, so a queue stored before the
+  -- counters existed is counted once, here, the first time maxSize needs it.
+  if redis.call('HSETNX', base .. 'stats', 'backlog', '1') == 1 then
+    local parts = redis.call('HKEYS', base .. 'parts')
+    for _, g in ipairs(groups) do
+      local n = 0
+      for _, p in ipairs(parts) do n = n + unresolved_in(base, p, g) end
+      redis.call('HSET', base .. 'stats', 'pending:' .. g, n)
+    end
+  end
   local fields = {}
   for i, g in ipairs(groups) do fields[i] = 'pending:' .. g end
   local depth = 0
