@@ -30,16 +30,19 @@ export function queueDepth(queue: MemoryQueue, consumerOf: ConsumerOf): number {
   for (const partition of queue.partitions.values()) retained += partition.messages.length;
   if (queue.groups.size === 0) return retained;
   let depth = 0;
-  for (const group of queue.groups.keys()) {
-    let pending = 0;
-    for (const partition of queue.partitions.values()) {
-      const consumer = consumerOf(partition, group);
-      pending += partition.messages.length - firstAfter(partition.messages, consumer.position);
-      pending -= consumer.resolved.size;
-    }
-    depth = Math.max(depth, pending);
-  }
+  for (const group of queue.groups.keys()) depth = Math.max(depth, groupBacklog(queue, group, consumerOf));
   return depth;
+}
+
+/** Retained messages `group` has not resolved (lua pending:<g>): its lag in the stats. */
+export function groupBacklog(queue: MemoryQueue, group: string, consumerOf: ConsumerOf): number {
+  let pending = 0;
+  for (const partition of queue.partitions.values()) {
+    const consumer = consumerOf(partition, group);
+    pending += partition.messages.length - firstAfter(partition.messages, consumer.position);
+    pending -= consumer.resolved.size;
+  }
+  return pending;
 }
 
 /** Removes `doomed` (in seq order) from a partition; groups behind them move past. */

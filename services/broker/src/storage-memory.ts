@@ -3,7 +3,7 @@
 // retention, stats, dead letters, traces) together with a differential test against Redis.
 import { queueFull } from './errors.js';
 import { namespaceAndTask, newId, partitionIdOf } from './identifiers.js';
-import { applyQueueRetention, queueDepth } from './retention-memory.js';
+import { applyQueueRetention, groupBacklog, queueDepth } from './retention-memory.js';
 import {
   type AckInput,
   type AckResult,
@@ -1137,11 +1137,14 @@ export class MemoryStorage implements BrokerStorage {
   async refreshStats(): Promise<QueueStats[]> {
     const now = Date.now();
     this.statsSnapshot = [...this.queues.values()].map((queue) => {
-      const groups = [...queue.groups.keys()].map((group) => {
-        const resolved = queue.resolvedBy.get(group) ?? 0;
-        return { group, resolved, lag: Math.max(0, queue.pushed - resolved) };
-      });
-      const pending = groups.length === 0 ? queue.pushed : Math.max(...groups.map((g) => g.lag));
+      const consumerOf = (partition: MemoryPartition, group: string) =>
+        this.consumer(queue, partition, group);
+      const groups = [...queue.groups.keys()].map((group) => ({
+        group,
+        resolved: queue.resolvedBy.get(group) ?? 0,
+        lag: groupBacklog(queue, group, consumerOf),
+      }));
+      const pending = groups.length === 0 ? this.retained(queue) : Math.max(...groups.map((g) => g.lag));
       let oldest = 0;
       let activeLeases = 0;
       for (const partition of queue.partitions.values()) {

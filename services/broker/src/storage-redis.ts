@@ -815,15 +815,15 @@ export class RedisStorage implements BrokerStorage {
     for (const queue of await this.queueNames()) {
       const base = this.base(queue);
       const [pushed, retained, dlq, expiries, partitions, oldest, leases, groups, now] = await this.run<
-        [number, number, number, number, number, string, number, [string, number][], string]
+        [number, number, number, number, number, string, number, [string, number, number][], string]
       >('stats', [`${base}cfg`], [base, STATS_SAMPLE]);
       const names = namespaceAndTask(queue);
-      const groupStats = groups.map(([group, resolved]) => ({
+      const groupStats = groups.map(([group, resolved, backlog]) => ({
         group: decode(group),
         resolved: Number(resolved),
-        lag: Math.max(0, Number(pushed) - Number(resolved)),
+        lag: Math.max(0, Number(backlog)),
       }));
-      const pending = groupStats.length === 0 ? Number(pushed) : Math.max(...groupStats.map((g) => g.lag));
+      const pending = groupStats.length === 0 ? Number(retained) : Math.max(...groupStats.map((g) => g.lag));
       const oldestMs = Number(oldest);
       snapshot.push({
         queue,

@@ -129,6 +129,37 @@ for (const backend of BACKENDS) {
       assert.equal((await api.pop(queue, 'batch=10')).status, 204);
     });
 
+    test('stats count what is left to resolve: evicted messages leave pending and group lag', async () => {
+      const queue = queueName('stats');
+      await api.configure(queue, { maxWaitTimeSeconds: 1 });
+      assert.equal((await api.pop(queue, 'consumerGroup=lagging')).status, 204);
+      await pushMany(queue, 3);
+      await api.pop(queue, 'consumerGroup=lagging&batch=1&autoAck=true');
+      const ungrouped = queueName('stats-nogroup');
+      await api.configure(ungrouped, { maxWaitTimeSeconds: 1 });
+      await pushMany(ungrouped, 2);
+      const statusOf = async (name: string) => {
+        assert.equal((await api.call('POST', '/api/v1/stats/refresh')).status, 200);
+        return (await api.call('GET', `/api/v1/status/queues/${encodeURIComponent(name)}`)).body;
+      };
+      const before = await statusOf(queue);
+      assert.equal(before.pending, 2);
+      assert.deepEqual(
+        before.groups.map((g: any) => [g.group, g.lag]),
+        [['lagging', 2]],
+      );
+      assert.equal((await statusOf(ungrouped)).pending, 2);
+      await sleep(PAST_ONE_SECOND);
+      assert.equal(await broker.storage.applyRetention(), 4);
+      const after = await statusOf(queue);
+      assert.equal(after.pending, 0);
+      assert.deepEqual(
+        after.groups.map((g: any) => [g.group, g.lag]),
+        [['lagging', 0]],
+      );
+      assert.equal((await statusOf(ungrouped)).pending, 0);
+    });
+
     test('configure says so when encryptionEnabled is asked for: Herald does not encrypt payloads', async () => {
       const queue = queueName('encryption');
       const asked = await api.configure(queue, { encryptionEnabled: true });

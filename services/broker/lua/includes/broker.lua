@@ -26,7 +26,7 @@
     trim                zset   partition -> next time retention must look at it
     stats               hash   pushed, size (retained entries), resolved:<g>, dlq, expiries,
                                pending:<g> (retained entries group g has not resolved: maxSize),
-                               backlog (set once the pending:<g> counters were counted)
+                               backlog (set when every group's pending:<g> is counted)
 ]]
 
 local function now_ms()
@@ -173,6 +173,8 @@ end
 -- Registers group g with its subscription start (HSETNX: an existing group keeps its own) and
 -- counts its backlog, pending:<g>. Returns true when the group is new.
 local function create_group(base, g, start)
+  -- The first group of a queue: every group is counted from its creation on (see ensure_backlog).
+  if redis.call('HLEN', base .. 'groups') == 0 then redis.call('HSETNX', base .. 'stats', 'backlog', '1') end
   if redis.call('HSETNX', base .. 'groups', g, start) == 0 then return false end
   local n
   if start == '0-0' then
@@ -196,23 +198,29 @@ local function forget_entry(base, p, id)
 end
 
 --[[
+  The pending:<g> counters are exact from a group's creation on (every script that resolves,
+  deletes or moves a position keeps them); `backlog` says every group of the queue was counted.
+  A queue whose groups were created by an earlier release has no such mark: its groups are
+  counted once, here, from the streams (idempotent: a resend counts the same).
+]]
+local function ensure_backlog(base, groups)
+  if #groups == 0 or redis.call('HSETNX', base .. 'stats', 'backlog', '1') == 0 then return end
+  local parts = redis.call('HKEYS', base .. 'parts')
+  for _, g in ipairs(groups) do
+    local n = 0
+    for _, p in ipairs(parts) do n = n + unresolved_in(base, p, g) end
+    redis.call('HSET', base .. 'stats', 'pending:' .. g, n)
+  end
+end
+
+--[[
   What maxSize is compared with (docs/broker.md "Queue options"): the backlog of the slowest
   consumer group, i.e. the retained messages it has not resolved; before any group exists,
   every retained message. Resolved messages kept by retention rules never count.
 ]]
 local function queue_depth(base, groups)
   if #groups == 0 then return tonumber(redis.call('HGET', base .. 'stats', 'size') or '0') end
-  -- The counters are exact from the first count on (every script that resolves, deletes or
-  -- moves a position keeps them); `backlog` marks that count, so a queue stored before the
-  -- counters existed is counted once, here, the first time maxSize needs it.
-  if redis.call('HSETNX', base .. 'stats', 'backlog', '1') == 1 then
-    local parts = redis.call('HKEYS', base .. 'parts')
-    for _, g in ipairs(groups) do
-      local n = 0
-      for _, p in ipairs(parts) do n = n + unresolved_in(base, p, g) end
-      redis.call('HSET', base .. 'stats', 'pending:' .. g, n)
-    end
-  end
+  ensure_backlog(base, groups)
   local fields = {}
   for i, g in ipairs(groups) do fields[i] = 'pending:' .. g end
   local depth = 0
