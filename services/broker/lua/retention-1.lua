@@ -164,6 +164,6 @@ for _, p in ipairs(due) do
     redis.call('ZREM', trim, p)
   end
 end
-local more = 0
-if #redis.call('ZRANGEBYSCORE', trim, '-inf', now, 'LIMIT', 0, 1) > 0 then more = 1 end
-return { deleted, more }
+local still_due = 0
+if #redis.call('ZRANGEBYSCORE', trim, '-inf', now, 'LIMIT', 0, 1) > 0 then still_due = 1 end
+return { deleted, still_due }
