@@ -18,5 +18,5 @@ for _, p in ipairs(redis.call('HKEYS', base .. 'parts')) do
     base .. 'r:' .. p .. ':' .. g)
 end
 redis.call('DEL', base .. 'ready:' .. g)
-redis.call('HDEL', base .. 'stats', 'resolved:' .. g)
+redis.call('HDEL', base .. 'stats', 'resolved:' .. g, 'pending:' .. g)
 return existed

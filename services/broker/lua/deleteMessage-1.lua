@@ -16,5 +16,8 @@ if not d then return 0 end
 local id = string.match(d, '^(%S+)')
 redis.call('HDEL', base .. 'd:' .. p, txn)
 local n = redis.call('XDEL', base .. 's:' .. p, id)
-if n > 0 then redis.call('HINCRBY', base .. 'stats', 'size', -n) end
+if n > 0 then
+  redis.call('HINCRBY', base .. 'stats', 'size', -n)
+  forget_entry(base, p, id)
+end
 return 1

@@ -73,7 +73,7 @@ if #held > 0 then
   return { next_ready(), out }
 end
 
-if redis.call('HSETNX', base .. 'groups', g, ARGV[7]) == 1 then
+if create_group(base, g, ARGV[7]) then
   -- A new group: every existing partition may hold work for it (once per group, not per pop).
   local parts = redis.call('HKEYS', base .. 'parts')
   for _, p in ipairs(parts) do redis.call('ZADD', ready, 'NX', now, p) end

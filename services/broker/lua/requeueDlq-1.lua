@@ -26,14 +26,20 @@ for i = 2, #ARGV, 2 do
     local p = field(m, 'p')
     local txn = field(m, 't')
     local old = redis.call('HGET', base .. 'd:' .. p, txn)
-    if old then redis.call('XDEL', base .. 's:' .. p, string.match(old, '^(%S+)')) end
+    if old then
+      local old_id = string.match(old, '^(%S+)')
+      if redis.call('XDEL', base .. 's:' .. p, old_id) > 0 then forget_entry(base, p, old_id) end
+    end
     local id = redis.call('XADD', base .. 's:' .. p, '*', 'm', ARGV[i + 1], 't', txn, 'tr', field(m, 'tr') or '',
       'd', field(m, 'd') or 'null', 's', field(m, 's') or '')
     redis.call('HSET', base .. 'd:' .. p, txn, id .. ' ' .. ARGV[i + 1])
     if not old then redis.call('HINCRBY', base .. 'stats', 'size', 1) end
     redis.call('XDEL', base .. 'dlq', ARGV[i])
     redis.call('HINCRBY', base .. 'stats', 'dlq', -1)
-    for _, g in ipairs(groups) do redis.call('ZADD', base .. 'ready:' .. g, 'NX', now, p) end
+    for _, g in ipairs(groups) do
+      redis.call('ZADD', base .. 'ready:' .. g, 'NX', now, p)
+      redis.call('HINCRBY', base .. 'stats', 'pending:' .. g, 1)
+    end
     count = count + 1
   end
 end

@@ -1,29 +1,93 @@
 --[[
-  Deletes what retention allows from the partitions of one queue that are due:
-  messages resolved by every group (after completedRetentionSeconds), messages older than
-  retentionSeconds or ttl (whether consumed or not), and their dedup entries.
+  Applies the retention rules of docs/broker.md ("Queue options", Queen's retention and eviction
+  services) to the partitions of one queue that are due in its `trim` index. It deletes, with
+  their dedup entries:
+   - completed: resolved by every group and older than completedRetentionSeconds, only when
+     retentionEnabled and completedRetentionSeconds > 0;
+   - expired: older than retentionSeconds, consumed or not, only when retentionEnabled and
+     retentionSeconds > 0; and older than ttl (never delivered anyway);
+   - evicted: older than maxWaitTimeSeconds and still waiting for some group (or for the first
+     group to come), whatever retentionEnabled: deleted, not dead-lettered.
+  Nothing after the position of a group holding a lease is removed by age: the holder may
+  still ack it; the partition is looked at again a second later. A deleted prefix of the
+  stream goes with XTRIM MINID (frees whole stream nodes), evicted messages behind kept
+  completed ones with XDEL. Groups behind a deleted range move past it.
   KEYS[1]  <base>cfg
   ARGV[1]  base: <prefix>{<queue>}:
   ARGV[2]  limit: partitions handled per call
   ARGV[3]  maximum entries deleted per partition per call
-  Returns the number of entries deleted.
+  ARGV[4]  maximum entries deleted per call (partitions after it stay due)
+  Returns { deleted, more }: more is 1 when partitions are still due now (call again).
   Resend-safe: naturally; cuts are by time and position, so a second run deletes only what
-  became due in between.
+  became due in between, and counters (size, pending:<g>) move only for entries it deletes.
 ]]
 --@include broker
 
 local base = ARGV[1]
-local limit, per_partition = tonumber(ARGV[2]), tonumber(ARGV[3])
+local limit, per_partition, per_call = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local now = now_ms()
 local cfg = queue_config(base)
-local due = redis.call('ZRANGEBYSCORE', base .. 'trim', '-inf', now, 'LIMIT', 0, limit)
+local stats = base .. 'stats'
+local trim = base .. 'trim'
+local due = redis.call('ZRANGEBYSCORE', trim, '-inf', now, 'LIMIT', 0, limit)
 local groups = redis.call('HKEYS', base .. 'groups')
+
+-- Windows in ms (0: the rule does not apply).
+local age_window = 0
+if cfg.retentionEnabled and cfg.retentionSeconds > 0 then age_window = cfg.retentionSeconds * 1000 end
+if cfg.ttl > 0 and (age_window == 0 or cfg.ttl * 1000 < age_window) then age_window = cfg.ttl * 1000 end
+local done_window = 0
+if cfg.retentionEnabled and cfg.completedRetentionSeconds > 0 then
+  done_window = cfg.completedRetentionSeconds * 1000
+end
+local wait_window = cfg.maxWaitTimeSeconds * 1000
+
+-- Deletes `doomed` (entries in stream order) from partition p; `prefix`: they are the first
+-- entries of the stream. Returns how many.
+local function drop(p, doomed, prefix)
+  local stream = base .. 's:' .. p
+  local ids, txns = {}, {}
+  for k, e in ipairs(doomed) do
+    ids[k] = e[1]
+    txns[k] = field(e, 't') or ''
+  end
+  call_chunked('HDEL', base .. 'd:' .. p, txns)
+  local last = ids[#ids]
+  local ms, seq = string.match(last, '^(%d+)-(%d+)$')
+  if prefix and #seq < 15 then
+    redis.call('XTRIM', stream, 'MINID', ms .. '-' .. fmt(tonumber(seq) + 1))
+  else
+    call_chunked('XDEL', stream, ids)
+  end
+  redis.call('HINCRBY', stats, 'size', -#ids)
+  for _, g in ipairs(groups) do
+    local pos = position(base, p, g)
+    if id_cmp(pos, last) < 0 then
+      -- Every entry between pos and last is deleted here: the group moves past them, and
+      -- those it had not resolved leave its backlog.
+      local aset = base .. 'a:' .. p .. ':' .. g
+      local resolved_ahead = redis.call('SCARD', aset) > 0
+      local lost = 0
+      for _, id in ipairs(ids) do
+        if id_cmp(id, pos) > 0 and (not resolved_ahead or redis.call('SREM', aset, id) == 0) then
+          lost = lost + 1
+        end
+      end
+      redis.call('HSET', ckey(base, p, g), 'pos', last)
+      if lost > 0 then redis.call('HINCRBY', stats, 'pending:' .. g, -lost) end
+    end
+    local rc = base .. 'rc:' .. p .. ':' .. g
+    if redis.call('EXISTS', rc) == 1 then call_chunked('HDEL', rc, ids) end
+  end
+  return #ids
+end
+
 local deleted = 0
 for _, p in ipairs(due) do
+  if deleted >= per_call then break end
   local stream = base .. 's:' .. p
   -- Everything up to min_pos is resolved by every group; leased batches sit after a group's pos.
-  local min_pos = nil
-  local leased_pos = nil
+  local min_pos, leased_pos = nil, nil
   for _, g in ipairs(groups) do
     local pos = position(base, p, g)
     if not min_pos or id_cmp(pos, min_pos) < 0 then min_pos = pos end
@@ -31,62 +95,75 @@ for _, p in ipairs(due) do
       if not leased_pos or id_cmp(pos, leased_pos) < 0 then leased_pos = pos end
     end
   end
-  local age_cut = 0
-  if cfg.retentionSeconds > 0 then age_cut = now - cfg.retentionSeconds * 1000 end
-  if cfg.ttl > 0 and now - cfg.ttl * 1000 > age_cut then age_cut = now - cfg.ttl * 1000 end
-  local done_cut = now - cfg.completedRetentionSeconds * 1000
-  local entries = redis.call('XRANGE', stream, '-', '+', 'COUNT', per_partition)
-  local doomed = {}
-  local next_at = nil
+  local function consumed(id) return min_pos ~= nil and id_cmp(id, min_pos) <= 0 end
+  local function held(id) return leased_pos ~= nil and id_cmp(id, leased_pos) > 0 end
+  local budget = math.min(per_partition, per_call - deleted)
+
+  -- A prefix of the stream: completed, expired or evicted entries, up to the first one kept.
+  local entries = redis.call('XRANGE', stream, '-', '+', 'COUNT', budget)
+  local doomed, stop = {}, nil
   for _, e in ipairs(entries) do
-    local id = e[1]
-    local ms = id_ms(id)
-    local consumed = min_pos and id_cmp(id, min_pos) <= 0
-    local protected = leased_pos and id_cmp(id, leased_pos) > 0
-    if (consumed and ms <= done_cut) or (ms <= age_cut and not protected) then
+    local ms = id_ms(e[1])
+    local done = consumed(e[1])
+    local free = not held(e[1])
+    if (done and done_window > 0 and ms <= now - done_window)
+      or (free and age_window > 0 and ms <= now - age_window)
+      or (free and not done and wait_window > 0 and ms <= now - wait_window) then
       doomed[#doomed + 1] = e
     else
-      if consumed then next_at = ms + cfg.completedRetentionSeconds * 1000
-      elseif age_cut > 0 and not protected then
-        local horizon = cfg.retentionSeconds
-        if cfg.ttl > 0 and (horizon == 0 or cfg.ttl < horizon) then horizon = cfg.ttl end
-        next_at = ms + horizon * 1000
-      elseif cfg.retentionSeconds > 0 or cfg.ttl > 0 then
-        next_at = now + 1000
-      end
+      stop = e
       break
     end
   end
-  if #doomed > 0 then
-    local ids = {}
-    local dedup = base .. 'd:' .. p
-    for k, e in ipairs(doomed) do
-      ids[k] = e[1]
-      redis.call('HDEL', dedup, field(e, 't') or '')
-    end
-    redis.call('XDEL', stream, unpack(ids))
-    deleted = deleted + #ids
-    redis.call('HINCRBY', base .. 'stats', 'size', -#ids)
-    -- Groups whose position is behind the deleted range move past it (eviction).
-    local last = ids[#ids]
-    for _, g in ipairs(groups) do
-      local ck = ckey(base, p, g)
-      if id_cmp(position(base, p, g), last) < 0 then
-        redis.call('HSET', ck, 'pos', last)
-        local aset = base .. 'a:' .. p .. ':' .. g
-        for _, id in ipairs(redis.call('SMEMBERS', aset)) do
-          if id_cmp(id, last) <= 0 then redis.call('SREM', aset, id) end
+  if #doomed > 0 then deleted = deleted + drop(p, doomed, true) end
+  local more = stop == nil and #entries == budget
+
+  -- Eviction behind completed messages that are kept: the waiting ones right after min_pos.
+  local waiting = nil
+  if stop and not consumed(stop[1]) then
+    waiting = stop
+  elseif stop and wait_window > 0 then
+    local left = budget - #doomed
+    if left > 0 then
+      local run = redis.call('XRANGE', stream, '(' .. min_pos, '+', 'COUNT', left)
+      local evicted = {}
+      for _, e in ipairs(run) do
+        if not held(e[1]) and id_ms(e[1]) <= now - wait_window then
+          evicted[#evicted + 1] = e
+        else
+          waiting = e
+          break
         end
       end
-      local rc = base .. 'rc:' .. p .. ':' .. g
-      for _, id in ipairs(ids) do redis.call('HDEL', rc, id) end
+      if #evicted > 0 then deleted = deleted + drop(p, evicted, false) end
+      if not waiting and #run == left then more = true end
+    else
+      more = true
     end
-    if #doomed == #entries and #entries == per_partition then next_at = now end
+  end
+
+  -- When to look again: now when a batch was full, else when the first kept entry is due.
+  local next_at = nil
+  local function at(t)
+    if not next_at or t < next_at then next_at = t end
+  end
+  if more then at(now) end
+  if stop then
+    local ms = id_ms(stop[1])
+    if consumed(stop[1]) and done_window > 0 then at(ms + done_window) end
+    if age_window > 0 then
+      if held(stop[1]) then at(now + 1000) else at(ms + age_window) end
+    end
+  end
+  if waiting and wait_window > 0 then
+    if held(waiting[1]) then at(now + 1000) else at(id_ms(waiting[1]) + wait_window) end
   end
   if next_at then
-    redis.call('ZADD', base .. 'trim', next_at, p)
+    redis.call('ZADD', trim, next_at, p)
   else
-    redis.call('ZREM', base .. 'trim', p)
+    redis.call('ZREM', trim, p)
   end
 end
-return deleted
+local still_due = 0
+if #redis.call('ZRANGEBYSCORE', trim, '-inf', now, 'LIMIT', 0, 1) > 0 then still_due = 1 end
+return { deleted, still_due }

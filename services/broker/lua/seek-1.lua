@@ -8,13 +8,14 @@
   ARGV[4]  target: 'end' or a position ('<ms-1>-<max>' = from that time on)
   Returns the number of partitions moved.
   Resend-safe: naturally; a second run sets the same positions again (for 'end': the end, which
-  includes only messages pushed in between) and clears the same state.
+  includes only messages pushed in between) and clears the same state; the group's pending
+  count moves by (backlog after) - (backlog before), 0 the second time.
 ]]
 --@include broker
 
 local base, g, only, target = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local now = now_ms()
-redis.call('HSETNX', base .. 'groups', g, '0-0')
+create_group(base, g, '0-0')
 local parts
 if only ~= '' then
   if redis.call('HEXISTS', base .. 'parts', only) == 0 then return 0 end
@@ -30,8 +31,11 @@ for _, p in ipairs(parts) do
   end
   local lease = redis.call('HGET', ckey(base, p, g), 'lease')
   if lease then release_lease(base, p, g, lease) end
+  -- The group's backlog (maxSize) changes by what the move skips or replays here.
+  local before = unresolved_in(base, p, g)
   redis.call('DEL', ckey(base, p, g), base .. 'a:' .. p .. ':' .. g, base .. 'rc:' .. p .. ':' .. g)
   redis.call('HSET', ckey(base, p, g), 'pos', pos)
+  redis.call('HINCRBY', base .. 'stats', 'pending:' .. g, count_after(base, p, pos) - before)
   reschedule(base, p, g, now)
 end
 return #parts

@@ -1,25 +1,26 @@
 --[[
   Snapshot of one queue for metrics and status routes, without walking every partition:
-  pending = pushed minus what the slowest group resolved (counters), oldest pending age
-  sampled from the first `sample` ready partitions of each group.
+  each group's backlog (pending:<g>, what maxSize compares with), oldest pending age sampled
+  from the first `sample` ready partitions of each group.
   KEYS[1]  <base>cfg
   ARGV[1]  base: <prefix>{<queue>}:
   ARGV[2]  sample
   Returns { pushed, size, dlq, expiries, partitions, oldestPendingMs (0 if none), leased,
-            { group, resolved, position-sample... } }
-            { group, resolved, position-sample... } }
-  Writes nothing (a resend is harmless).
+            { { group, resolved, pending }... }, now }
+  Writes nothing but, once for a queue stored by an earlier release, its groups' backlog count
+  (ensure_backlog): a resend counts the same.
 ]]
 --@include broker
 
 local base = ARGV[1]
 local sample = tonumber(ARGV[2])
 local now = now_ms()
+local groups = redis.call('HKEYS', base .. 'groups')
+ensure_backlog(base, groups)
 local stats = redis.call('HGETALL', base .. 'stats')
 local s = {}
 for i = 1, #stats, 2 do s[stats[i]] = tonumber(stats[i + 1]) end
 local oldest = 0
-local groups = redis.call('HKEYS', base .. 'groups')
 local per_group = {}
 for _, g in ipairs(groups) do
   local parts = redis.call('ZRANGEBYSCORE', base .. 'ready:' .. g, '-inf', '+inf', 'LIMIT', 0, sample)
@@ -30,7 +31,7 @@ for _, g in ipairs(groups) do
       if oldest == 0 or ms < oldest then oldest = ms end
     end
   end
-  per_group[#per_group + 1] = { g, s['resolved:' .. g] or 0 }
+  per_group[#per_group + 1] = { g, s['resolved:' .. g] or 0, s['pending:' .. g] or 0 }
 end
 local dlq = redis.call('XLEN', base .. 'dlq')
 return { s['pushed'] or 0, s['size'] or 0, dlq, s['expiries'] or 0, redis.call('HLEN', base .. 'parts'),

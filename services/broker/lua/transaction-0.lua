@@ -58,8 +58,7 @@ end
 for base, count in pairs(fresh) do
   local cfg = config_of(base)
   if cfg.maxSize > 0 then
-    local size = tonumber(redis.call('HGET', base .. 'stats', 'size') or '0')
-    if size + count > cfg.maxSize then
+    if queue_depth(base, redis.call('HKEYS', base .. 'groups')) + count > cfg.maxSize then
       return { 'FAIL', -1, 'Queue is full (maxSize ' .. cfg.maxSize .. ')' }
     end
   end

@@ -25,7 +25,7 @@ export const queueFull = (queue: string, size: number, maxSize: number) =>
   new BrokerError(
     'HERALD_BROKER_QUEUE_FULL',
     429,
-    `Queue '${queue}' is full: ${size} of maxSize ${maxSize} messages retained`,
+    `Queue '${queue}' is full: ${size} of maxSize ${maxSize} messages not yet resolved`,
   );
 
 export const maintenanceMode = () =>

@@ -3,6 +3,7 @@
 // retention, stats, dead letters, traces) together with a differential test against Redis.
 import { queueFull } from './errors.js';
 import { namespaceAndTask, newId, partitionIdOf } from './identifiers.js';
+import { applyQueueRetention, groupBacklog, queueDepth } from './retention-memory.js';
 import {
   type AckInput,
   type AckResult,
@@ -36,7 +37,7 @@ import {
  * awaits, which gives it the atomicity a Lua script has in Redis.
  */
 
-interface Message {
+export interface MemoryMessage {
   seq: number;
   id: string;
   transactionId: string;
@@ -54,7 +55,7 @@ interface Lease {
   answered: Set<number>;
 }
 
-interface Consumer {
+export interface MemoryConsumer {
   position: number;
   lease: Lease | undefined;
   notBefore: number;
@@ -62,12 +63,12 @@ interface Consumer {
   attempts: Map<number, number>;
 }
 
-interface Partition {
+export interface MemoryPartition {
   name: string;
   id: string;
-  messages: Message[];
-  dedup: Map<string, Message>;
-  consumers: Map<string, Consumer>;
+  messages: MemoryMessage[];
+  dedup: Map<string, MemoryMessage>;
+  consumers: Map<string, MemoryConsumer>;
 }
 
 /** Partitions keyed by the time a group may find work there, without scanning all of them. */
@@ -161,13 +162,13 @@ class ReadyIndex {
   }
 }
 
-interface Queue {
+export interface MemoryQueue {
   name: string;
   namespace: string;
   task: string;
   createdAt: number;
   options: QueueOptions;
-  partitions: Map<string, Partition>;
+  partitions: Map<string, MemoryPartition>;
   /** group -> time its subscription starts from (0: all history). */
   groups: Map<string, number>;
   ready: Map<string, ReadyIndex>;
@@ -227,7 +228,7 @@ function ackClass(status: AckInput['status']): 'done' | 'dlq' | 'failed' {
 
 export class MemoryStorage implements BrokerStorage {
   readonly kind = 'memory';
-  private readonly queues = new Map<string, Queue>();
+  private readonly queues = new Map<string, MemoryQueue>();
   private readonly partitionIds = new Map<string, [string, string]>();
   private readonly listeners = new Set<AvailabilityListener>();
   private readonly traces = new Map<string, TraceEntry[]>();
@@ -265,7 +266,7 @@ export class MemoryStorage implements BrokerStorage {
     this.listeners.clear();
   }
 
-  private queueOf(name: string, create: boolean): Queue | undefined {
+  private queueOf(name: string, create: boolean): MemoryQueue | undefined {
     let queue = this.queues.get(name);
     if (!queue && create) {
       const names = namespaceAndTask(name);
@@ -290,7 +291,7 @@ export class MemoryStorage implements BrokerStorage {
     return queue;
   }
 
-  private readyOf(queue: Queue, group: string): ReadyIndex {
+  private readyOf(queue: MemoryQueue, group: string): ReadyIndex {
     let index = queue.ready.get(group);
     if (!index) {
       index = new ReadyIndex();
@@ -299,7 +300,7 @@ export class MemoryStorage implements BrokerStorage {
     return index;
   }
 
-  private info(queue: Queue): QueueInfo {
+  private info(queue: MemoryQueue): QueueInfo {
     return {
       name: queue.name,
       namespace: queue.namespace,
@@ -315,7 +316,7 @@ export class MemoryStorage implements BrokerStorage {
     options: Partial<QueueOptions>,
     names: { namespace: string; task: string },
   ): Promise<QueueInfo> {
-    const queue = this.queueOf(name, true) as Queue;
+    const queue = this.queueOf(name, true) as MemoryQueue;
     Object.assign(queue.options, options);
     queue.namespace = names.namespace;
     queue.task = names.task;
@@ -325,20 +326,20 @@ export class MemoryStorage implements BrokerStorage {
   // --- positions -----------------------------------------------------------------------
 
   /** Index of the first message with seq > position. */
-  private after(partition: Partition, position: number): number {
+  private after(partition: MemoryPartition, position: number): number {
     const list = partition.messages;
     let low = 0;
     let high = list.length;
     while (low < high) {
       const middle = (low + high) >> 1;
-      if ((list[middle] as Message).seq <= position) low = middle + 1;
+      if ((list[middle] as MemoryMessage).seq <= position) low = middle + 1;
       else high = middle;
     }
     return low;
   }
 
   /** The position just before the first message created at or after `at`. */
-  private positionAt(partition: Partition, at: number): number {
+  private positionAt(partition: MemoryPartition, at: number): number {
     let position = 0;
     for (const message of partition.messages) {
       if (message.createdAt >= at) break;
@@ -347,7 +348,7 @@ export class MemoryStorage implements BrokerStorage {
     return position;
   }
 
-  private consumer(queue: Queue, partition: Partition, group: string): Consumer {
+  private consumer(queue: MemoryQueue, partition: MemoryPartition, group: string): MemoryConsumer {
     let consumer = partition.consumers.get(group);
     if (!consumer) {
       consumer = {
@@ -362,37 +363,42 @@ export class MemoryStorage implements BrokerStorage {
     return consumer;
   }
 
-  private resolve(queue: Queue, consumer: Consumer, group: string, seq: number): void {
+  private resolve(queue: MemoryQueue, consumer: MemoryConsumer, group: string, seq: number): void {
     if (consumer.resolved.has(seq)) return;
     consumer.resolved.add(seq);
     queue.resolvedBy.set(group, (queue.resolvedBy.get(group) ?? 0) + 1);
   }
 
-  private advance(partition: Partition, consumer: Consumer): void {
+  private advance(partition: MemoryPartition, consumer: MemoryConsumer): void {
     if (consumer.resolved.size === 0) return;
     for (let index = this.after(partition, consumer.position); index < partition.messages.length; index++) {
-      const seq = (partition.messages[index] as Message).seq;
+      const seq = (partition.messages[index] as MemoryMessage).seq;
       if (!consumer.resolved.delete(seq)) break;
       consumer.position = seq;
       consumer.attempts.delete(seq);
     }
   }
 
-  private hasUnresolved(partition: Partition, consumer: Consumer): boolean {
+  private hasUnresolved(partition: MemoryPartition, consumer: MemoryConsumer): boolean {
     for (let index = this.after(partition, consumer.position); index < partition.messages.length; index++) {
-      if (!consumer.resolved.has((partition.messages[index] as Message).seq)) return true;
+      if (!consumer.resolved.has((partition.messages[index] as MemoryMessage).seq)) return true;
     }
     return false;
   }
 
-  private reschedule(queue: Queue, partition: Partition, group: string, now: number): void {
+  private reschedule(queue: MemoryQueue, partition: MemoryPartition, group: string, now: number): void {
     const consumer = this.consumer(queue, partition, group);
     const ready = this.readyOf(queue, group);
     if (this.hasUnresolved(partition, consumer)) ready.set(partition.name, Math.max(now, consumer.notBefore));
     else ready.remove(partition.name);
   }
 
-  private releaseLease(queue: Queue, partition: Partition, group: string, consumer: Consumer): void {
+  private releaseLease(
+    queue: MemoryQueue,
+    partition: MemoryPartition,
+    group: string,
+    consumer: MemoryConsumer,
+  ): void {
     const lease = consumer.lease;
     if (!lease) return;
     consumer.lease = undefined;
@@ -405,10 +411,10 @@ export class MemoryStorage implements BrokerStorage {
   }
 
   private deadLetter(
-    queue: Queue,
-    partition: Partition,
+    queue: MemoryQueue,
+    partition: MemoryPartition,
     group: string,
-    message: Message,
+    message: MemoryMessage,
     error: string,
     attempts: number,
     now: number,
@@ -424,11 +430,11 @@ export class MemoryStorage implements BrokerStorage {
   }
 
   private failAttempt(
-    queue: Queue,
-    partition: Partition,
+    queue: MemoryQueue,
+    partition: MemoryPartition,
     group: string,
-    consumer: Consumer,
-    message: Message,
+    consumer: MemoryConsumer,
+    message: MemoryMessage,
     error: string,
     now: number,
   ): boolean {
@@ -445,16 +451,16 @@ export class MemoryStorage implements BrokerStorage {
   }
 
   private expireLease(
-    queue: Queue,
-    partition: Partition,
+    queue: MemoryQueue,
+    partition: MemoryPartition,
     group: string,
-    consumer: Consumer,
+    consumer: MemoryConsumer,
     now: number,
   ): void {
     const lease = consumer.lease;
     if (!lease) return;
     for (let index = this.after(partition, consumer.position); index < partition.messages.length; index++) {
-      const message = partition.messages[index] as Message;
+      const message = partition.messages[index] as MemoryMessage;
       if (message.seq > lease.upto) break;
       if (!consumer.resolved.has(message.seq) && !lease.answered.has(message.seq)) {
         this.failAttempt(queue, partition, group, consumer, message, 'Lease expired', now);
@@ -468,7 +474,7 @@ export class MemoryStorage implements BrokerStorage {
 
   // --- push ------------------------------------------------------------------------------
 
-  private partitionOf(queue: Queue, name: string): Partition {
+  private partitionOf(queue: MemoryQueue, name: string): MemoryPartition {
     let partition = queue.partitions.get(name);
     if (!partition) {
       const id = partitionIdOf(queue.name, name);
@@ -479,7 +485,7 @@ export class MemoryStorage implements BrokerStorage {
     return partition;
   }
 
-  private retained(queue: Queue): number {
+  private retained(queue: MemoryQueue): number {
     let size = 0;
     for (const partition of queue.partitions.values()) size += partition.messages.length;
     return size;
@@ -507,14 +513,14 @@ export class MemoryStorage implements BrokerStorage {
     for (const [name, count] of fresh) {
       const queue = this.queues.get(name);
       if (!queue || queue.options.maxSize <= 0) continue;
-      const size = this.retained(queue);
+      const size = queueDepth(queue, (partition, group) => this.consumer(queue, partition, group));
       if (size + count > queue.options.maxSize) return { queue: name, size, maxSize: queue.options.maxSize };
     }
     return undefined;
   }
 
   private append(item: PushItem, index: number, now: number): PushResult {
-    const queue = this.queueOf(item.queue, true) as Queue;
+    const queue = this.queueOf(item.queue, true) as MemoryQueue;
     const partition = this.partitionOf(queue, item.partition);
     const existing = partition.dedup.get(item.transactionId);
     if (existing) {
@@ -529,7 +535,7 @@ export class MemoryStorage implements BrokerStorage {
       };
     }
     this.lastCreatedAt = Math.max(this.lastCreatedAt, now);
-    const message: Message = {
+    const message: MemoryMessage = {
       seq: ++this.sequence,
       id: item.messageId,
       transactionId: item.transactionId,
@@ -593,7 +599,7 @@ export class MemoryStorage implements BrokerStorage {
     let remaining = request.batch;
     for (const name of candidates) {
       if (remaining <= 0 || out.length >= request.maxPartitions) break;
-      const partition = queue.partitions.get(name) as Partition;
+      const partition = queue.partitions.get(name) as MemoryPartition;
       const consumer = this.consumer(queue, partition, group);
       let skipUntil: number | undefined;
       if (consumer.lease) {
@@ -611,12 +617,12 @@ export class MemoryStorage implements BrokerStorage {
         ready.set(name, skipUntil);
         continue;
       }
-      const picked: Message[] = [];
+      const picked: MemoryMessage[] = [];
       let visibleAt: number | undefined;
       let expiredAny = false;
       for (let index = this.after(partition, consumer.position); index < partition.messages.length; index++) {
         if (picked.length >= remaining) break;
-        const message = partition.messages[index] as Message;
+        const message = partition.messages[index] as MemoryMessage;
         if (consumer.resolved.has(message.seq)) continue;
         if (options.ttl > 0 && message.createdAt + options.ttl * 1000 <= now) {
           this.resolve(queue, consumer, group, message.seq);
@@ -641,7 +647,7 @@ export class MemoryStorage implements BrokerStorage {
       consumer.lease = {
         id: request.leaseId,
         expiresAt,
-        upto: (picked.at(-1) as Message).seq,
+        upto: (picked.at(-1) as MemoryMessage).seq,
         size: picked.length,
         answered: new Set(),
       };
@@ -687,7 +693,7 @@ export class MemoryStorage implements BrokerStorage {
 
   // --- ack -------------------------------------------------------------------------------
 
-  private locate(ack: AckInput): { queue: Queue; partition: Partition } | undefined {
+  private locate(ack: AckInput): { queue: MemoryQueue; partition: MemoryPartition } | undefined {
     const names = this.partitionIds.get(ack.partitionId);
     const queue = names && this.queues.get(names[0]);
     const partition = names && queue?.partitions.get(names[1]);
@@ -704,8 +710,8 @@ export class MemoryStorage implements BrokerStorage {
     ack: AckInput,
     now: number,
   ):
-    | { queue: Queue; partition: Partition; repeat: { dlq: boolean } }
-    | { queue: Queue; partition: Partition; message: Message; repeat?: undefined }
+    | { queue: MemoryQueue; partition: MemoryPartition; repeat: { dlq: boolean } }
+    | { queue: MemoryQueue; partition: MemoryPartition; message: MemoryMessage; repeat?: undefined }
     | string {
     const located = this.locate(ack);
     if (!located) return 'Message not found';
@@ -737,7 +743,7 @@ export class MemoryStorage implements BrokerStorage {
     return { ...located, message };
   }
 
-  private rememberAck(queue: Queue, ack: AckInput, now: number, answer: string): void {
+  private rememberAck(queue: MemoryQueue, ack: AckInput, now: number, answer: string): void {
     const leaseId = ack.leaseId as string;
     let answers = queue.answers.get(leaseId);
     if (!answers) {
@@ -919,7 +925,7 @@ export class MemoryStorage implements BrokerStorage {
     return true;
   }
 
-  private view(queue: Queue, partition: Partition, message: Message): MessageView {
+  private view(queue: MemoryQueue, partition: MemoryPartition, message: MemoryMessage): MessageView {
     return {
       id: message.id,
       transactionId: message.transactionId,
@@ -964,6 +970,7 @@ export class MemoryStorage implements BrokerStorage {
     if (!partition || !message) return false;
     partition.dedup.delete(transactionId);
     partition.messages.splice(partition.messages.indexOf(message), 1);
+    for (const consumer of partition.consumers.values()) consumer.resolved.delete(message.seq);
     return true;
   }
 
@@ -997,6 +1004,7 @@ export class MemoryStorage implements BrokerStorage {
         partition.dedup.delete(letter.transactionId);
         const at = partition.messages.indexOf(old);
         if (at >= 0) partition.messages.splice(at, 1);
+        for (const consumer of partition.consumers.values()) consumer.resolved.delete(old.seq);
       }
       this.append(
         {
@@ -1031,7 +1039,7 @@ export class MemoryStorage implements BrokerStorage {
     const names =
       only === undefined ? [...queue.partitions.keys()] : queue.partitions.has(only) ? [only] : [];
     for (const partitionName of names) {
-      const partition = queue.partitions.get(partitionName) as Partition;
+      const partition = queue.partitions.get(partitionName) as MemoryPartition;
       const existing = partition.consumers.get(group);
       if (existing) this.releaseLease(queue, partition, group, existing);
       partition.consumers.delete(group);
@@ -1119,42 +1127,9 @@ export class MemoryStorage implements BrokerStorage {
     const now = Date.now();
     let deleted = 0;
     for (const queue of this.queues.values()) {
-      const options = queue.options;
-      let ageCut = 0;
-      if (options.retentionSeconds > 0) ageCut = now - options.retentionSeconds * 1000;
-      if (options.ttl > 0) ageCut = Math.max(ageCut, now - options.ttl * 1000);
-      const doneCut = now - options.completedRetentionSeconds * 1000;
-      for (const partition of queue.partitions.values()) {
-        let minPosition: number | undefined;
-        let leasedPosition: number | undefined;
-        for (const group of queue.groups.keys()) {
-          const consumer = this.consumer(queue, partition, group);
-          minPosition =
-            minPosition === undefined ? consumer.position : Math.min(minPosition, consumer.position);
-          if (consumer.lease) {
-            leasedPosition =
-              leasedPosition === undefined ? consumer.position : Math.min(leasedPosition, consumer.position);
-          }
-        }
-        let cut = 0;
-        for (const message of partition.messages) {
-          const consumed = minPosition !== undefined && message.seq <= minPosition;
-          const isProtected = leasedPosition !== undefined && message.seq > leasedPosition;
-          if ((consumed && message.createdAt <= doneCut) || (message.createdAt <= ageCut && !isProtected))
-            cut++;
-          else break;
-        }
-        if (cut === 0) continue;
-        const doomed = partition.messages.splice(0, cut);
-        for (const message of doomed) partition.dedup.delete(message.transactionId);
-        const last = (doomed.at(-1) as Message).seq;
-        for (const consumer of partition.consumers.values()) {
-          if (consumer.position < last) consumer.position = last;
-          for (const seq of consumer.resolved) if (seq <= last) consumer.resolved.delete(seq);
-          for (const seq of consumer.attempts.keys()) if (seq <= last) consumer.attempts.delete(seq);
-        }
-        deleted += doomed.length;
-      }
+      deleted += applyQueueRetention(queue, now, (partition, group) =>
+        this.consumer(queue, partition, group),
+      );
     }
     return deleted;
   }
@@ -1162,11 +1137,14 @@ export class MemoryStorage implements BrokerStorage {
   async refreshStats(): Promise<QueueStats[]> {
     const now = Date.now();
     this.statsSnapshot = [...this.queues.values()].map((queue) => {
-      const groups = [...queue.groups.keys()].map((group) => {
-        const resolved = queue.resolvedBy.get(group) ?? 0;
-        return { group, resolved, lag: Math.max(0, queue.pushed - resolved) };
-      });
-      const pending = groups.length === 0 ? queue.pushed : Math.max(...groups.map((g) => g.lag));
+      const consumerOf = (partition: MemoryPartition, group: string) =>
+        this.consumer(queue, partition, group);
+      const groups = [...queue.groups.keys()].map((group) => ({
+        group,
+        resolved: queue.resolvedBy.get(group) ?? 0,
+        lag: groupBacklog(queue, group, consumerOf),
+      }));
+      const pending = groups.length === 0 ? this.retained(queue) : Math.max(...groups.map((g) => g.lag));
       let oldest = 0;
       let activeLeases = 0;
       for (const partition of queue.partitions.values()) {

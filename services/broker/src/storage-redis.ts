@@ -18,6 +18,12 @@ import { closeRedis } from './close.js';
 import { queueFull } from './errors.js';
 import { namespaceAndTask, newId, partitionIdOf, positionBefore, streamIdTime } from './identifiers.js';
 import { RedisRegistry } from './registry-redis.js';
+import {
+  RETENTION_BATCH,
+  RETENTION_RUN_BUDGET_MS,
+  retentionRounds,
+  scheduleAllPartitions,
+} from './retention.js';
 import { loadBrokerScripts } from './scripts.js';
 import {
   type AckInput,
@@ -236,6 +242,7 @@ export class RedisStorage implements BrokerStorage {
       .hsetnx(`${base}cfg`, 'createdAt', String(Date.now()))
       .hset(`${base}cfg`, ...fields)
       .exec();
+    await scheduleAllPartitions(this.redis, base);
     await this.registry.register(queue, []);
     return (await this.getQueue(queue)) as QueueInfo;
   }
@@ -769,13 +776,14 @@ export class RedisStorage implements BrokerStorage {
     return { expired };
   }
 
-  async applyRetention(): Promise<number> {
-    let deleted = 0;
-    for (const queue of await this.queueNames()) {
+  async applyRetention(budgetMs = RETENTION_RUN_BUDGET_MS): Promise<number> {
+    const { partitions, perPartition, perCall } = RETENTION_BATCH;
+    return retentionRounds(await this.queueNames(), budgetMs, async (queue) => {
       const base = this.base(queue);
-      deleted += await this.run<number>('retention', [`${base}cfg`], [base, 200, 1000]);
-    }
-    return deleted;
+      const args = [base, partitions, perPartition, perCall];
+      const [deleted, more] = await this.run<[number, number]>('retention', [`${base}cfg`], args);
+      return { deleted: Number(deleted), more: Number(more) === 1 };
+    });
   }
 
   async refreshStats(): Promise<QueueStats[]> {
@@ -783,15 +791,15 @@ export class RedisStorage implements BrokerStorage {
     for (const queue of await this.queueNames()) {
       const base = this.base(queue);
       const [pushed, retained, dlq, expiries, partitions, oldest, leases, groups, now] = await this.run<
-        [number, number, number, number, number, string, number, [string, number][], string]
+        [number, number, number, number, number, string, number, [string, number, number][], string]
       >('stats', [`${base}cfg`], [base, STATS_SAMPLE]);
       const names = namespaceAndTask(queue);
-      const groupStats = groups.map(([group, resolved]) => ({
+      const groupStats = groups.map(([group, resolved, backlog]) => ({
         group: decode(group),
         resolved: Number(resolved),
-        lag: Math.max(0, Number(pushed) - Number(resolved)),
+        lag: Math.max(0, Number(backlog)),
       }));
-      const pending = groupStats.length === 0 ? Number(pushed) : Math.max(...groupStats.map((g) => g.lag));
+      const pending = groupStats.length === 0 ? Number(retained) : Math.max(...groupStats.map((g) => g.lag));
       const oldestMs = Number(oldest);
       snapshot.push({
         queue,

@@ -73,7 +73,12 @@ for (const backend of BACKENDS) {
 
     test('an ack retried after retention removed the message is still a repeat (single and batch)', async () => {
       const queue = queueName('repeat-retained');
-      await api.configure(queue, { retryLimit: 3, leaseTime: 60, completedRetentionSeconds: 0 });
+      await api.configure(queue, {
+        retryLimit: 3,
+        leaseTime: 60,
+        retentionEnabled: true,
+        completedRetentionSeconds: 1,
+      });
       await api.push(['a', 'b'].map((transactionId) => ({ queue, payload: transactionId, transactionId })));
       const popped = (await api.pop(queue, 'batch=2')).body;
       const acks = popped.messages.map((message: { transactionId: string; partitionId: string }) => ({
@@ -87,7 +92,8 @@ for (const backend of BACKENDS) {
         first.body.map((result: { success: boolean }) => result.success),
         [true, true],
       );
-      // completedRetentionSeconds 0: the next retention run deletes both messages.
+      // Past completedRetentionSeconds, the next retention run deletes both messages.
+      await new Promise((resolve) => setTimeout(resolve, 1300));
       assert.ok((await broker.storage.applyRetention()) >= 2, 'retention removed the acked messages');
       const single = await api.ack(acks[0]);
       assert.deepEqual(

@@ -532,9 +532,11 @@ for (const backend of BACKENDS) {
 
     test('retention deletes messages every group resolved', async () => {
       const queue = queueName();
+      await api.configure(queue, { retentionEnabled: true, completedRetentionSeconds: 1 });
       await api.push([{ queue, payload: 1, transactionId: 'keep-not' }]);
       const popped = (await api.pop(queue, 'autoAck=true')).body.messages[0];
       assert.ok((await api.call('GET', `/api/v1/messages/${popped.partitionId}/keep-not`)).status === 200);
+      await new Promise((resolve) => setTimeout(resolve, 1300)); // past completedRetentionSeconds
       await broker.storage.applyRetention();
       assert.equal((await api.call('GET', `/api/v1/messages/${popped.partitionId}/keep-not`)).status, 404);
       // Dedup lasts as long as the message is retained: the id is free again.

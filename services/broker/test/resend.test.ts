@@ -310,4 +310,35 @@ describe('broker scripts under a lost reply (redis)', () => {
     assert.equal(again.status, 200);
     assert.equal(again.body.messages[0].retryCount, 0);
   });
+
+  test('seek and retention: resent scripts count a group backlog (maxSize) once', async () => {
+    const queue = queueName('resend-retention');
+    await api.configure(queue, { maxSize: 3, maxWaitTimeSeconds: 1 });
+    assert.equal((await api.pop(queue, 'consumerGroup=g')).status, 204, 'the group exists first');
+    await api.push([1, 2, 3].map((n) => ({ queue, payload: n, transactionId: `m${n}` })));
+    // g resolves 2 of 3; a seek resent moves g back to the start once (backlog 3, not 4).
+    assert.equal((await api.pop(queue, 'consumerGroup=g&batch=2&autoAck=true')).body.messages.length, 2);
+    const seekLost = proxy.loseNextReply(script('seek'));
+    const seek = await api.call(
+      'POST',
+      `/api/v1/consumer-groups/g/queues/${encodeURIComponent(queue)}/seek`,
+      {
+        timestamp: 0,
+      },
+    );
+    await seekLost;
+    assert.equal(seek.status, 200);
+    assert.equal((await api.push([{ queue, payload: 'over' }])).status, 429, 'backlog 3 again');
+    // Past maxWaitTimeSeconds the three waiting messages are evicted by a resent script.
+    await new Promise((resolve) => setTimeout(resolve, 1300));
+    const lost = proxy.loseNextReply(script('retention'));
+    await broker.storage.applyRetention();
+    await lost;
+    const partitionId = (await api.push([{ queue, payload: 4, transactionId: 'm4' }])).body[0].partition_id;
+    assert.equal((await api.call('GET', `/api/v1/messages/${partitionId}/m1`)).status, 404, 'evicted');
+    // Evicted once: the backlog is m4 alone, so two more fit and a third does not (a double
+    // count would have left room for more).
+    assert.equal((await api.push([5, 6].map((n) => ({ queue, payload: n })))).status, 201);
+    assert.equal((await api.push([{ queue, payload: 'over' }])).status, 429);
+  });
 });

@@ -25,7 +25,9 @@
     dlq                 stream dead letters
     rq:<messageId>      string count requeued by one dead-letter requeue call (60 s; a resend answers it)
     trim                zset   partition -> next time retention must look at it
-    stats               hash   pushed, size (retained entries), resolved:<g>, dlq, expiries
+    stats               hash   pushed, size (retained entries), resolved:<g>, dlq, expiries,
+                               pending:<g> (retained entries group g has not resolved: maxSize),
+                               backlog (set when every group's pending:<g> is counted)
 ]]
 
 local function now_ms()
@@ -59,7 +61,7 @@ end
 local function queue_config(base)
   local v = redis.call('HMGET', base .. 'cfg', 'leaseTime', 'retryLimit', 'retryDelay',
     'delayedProcessing', 'windowBuffer', 'maxSize', 'ttl', 'retentionSeconds',
-    'completedRetentionSeconds', 'deadLetterQueue')
+    'completedRetentionSeconds', 'deadLetterQueue', 'retentionEnabled', 'maxWaitTimeSeconds')
   return {
     leaseTime = tonumber(v[1]) or 300,
     retryLimit = tonumber(v[2]) or 3,
@@ -71,6 +73,8 @@ local function queue_config(base)
     retentionSeconds = tonumber(v[8]) or 0,
     completedRetentionSeconds = tonumber(v[9]) or 0,
     deadLetterQueue = v[10] ~= 'false',
+    retentionEnabled = v[11] == 'true',
+    maxWaitTimeSeconds = tonumber(v[12]) or 0,
   }
 end
 
@@ -145,7 +149,89 @@ end
 local function resolve(base, p, g, id)
   if redis.call('SADD', base .. 'a:' .. p .. ':' .. g, id) == 1 then
     redis.call('HINCRBY', base .. 'stats', 'resolved:' .. g, 1)
+    redis.call('HINCRBY', base .. 'stats', 'pending:' .. g, -1)
   end
+end
+
+-- Number of entries of partition p after position `after` (reads them: for rare operations,
+-- group creation and seek, never on the push/pop/ack path).
+local function count_after(base, p, after)
+  local n = 0
+  local from = '(' .. after
+  while true do
+    local e = redis.call('XRANGE', base .. 's:' .. p, from, '+', 'COUNT', 1000)
+    n = n + #e
+    if #e < 1000 then return n end
+    from = '(' .. e[#e][1]
+  end
+end
+
+-- Entries of partition p group g has not resolved: after its position, not in its resolved set.
+local function unresolved_in(base, p, g)
+  return count_after(base, p, position(base, p, g)) - redis.call('SCARD', base .. 'a:' .. p .. ':' .. g)
+end
+
+-- Registers group g with its subscription start (HSETNX: an existing group keeps its own) and
+-- counts its backlog, pending:<g>. Returns true when the group is new.
+local function create_group(base, g, start)
+  -- The first group of a queue: every group is counted from its creation on (see ensure_backlog).
+  if redis.call('HLEN', base .. 'groups') == 0 then redis.call('HSETNX', base .. 'stats', 'backlog', '1') end
+  if redis.call('HSETNX', base .. 'groups', g, start) == 0 then return false end
+  local n
+  if start == '0-0' then
+    n = tonumber(redis.call('HGET', base .. 'stats', 'size') or '0')
+  else
+    n = 0
+    for _, p in ipairs(redis.call('HKEYS', base .. 'parts')) do n = n + count_after(base, p, start) end
+  end
+  redis.call('HSET', base .. 'stats', 'pending:' .. g, n)
+  return true
+end
+
+-- An entry deleted from partition p (one message deleted or requeued): each group that had
+-- not resolved it has one message less pending; one that had, forgets it.
+local function forget_entry(base, p, id)
+  for _, g in ipairs(redis.call('HKEYS', base .. 'groups')) do
+    if id_cmp(id, position(base, p, g)) > 0 and redis.call('SREM', base .. 'a:' .. p .. ':' .. g, id) == 0 then
+      redis.call('HINCRBY', base .. 'stats', 'pending:' .. g, -1)
+    end
+  end
+end
+
+--[[
+  The pending:<g> counters are exact from a group's creation on (every script that resolves,
+  deletes or moves a position keeps them); `backlog` says every group of the queue was counted.
+  A queue whose groups were created by an earlier release has no such mark: its groups are
+  counted once, here, from the streams (idempotent: a resend counts the same).
+]]
+local function ensure_backlog(base, groups)
+  if #groups == 0 or redis.call('HSETNX', base .. 'stats', 'backlog', '1') == 0 then return end
+  local parts = redis.call('HKEYS', base .. 'parts')
+  for _, g in ipairs(groups) do
+    local n = 0
+    for _, p in ipairs(parts) do n = n + unresolved_in(base, p, g) end
+    redis.call('HSET', base .. 'stats', 'pending:' .. g, n)
+  end
+end
+
+--[[
+  What maxSize is compared with (docs/broker.md "Queue options"): the backlog of the slowest
+  consumer group, i.e. the retained messages it has not resolved; before any group exists,
+  every retained message. Resolved messages kept by retention rules never count.
+]]
+local function queue_depth(base, groups)
+  if #groups == 0 then return tonumber(redis.call('HGET', base .. 'stats', 'size') or '0') end
+  ensure_backlog(base, groups)
+  local fields = {}
+  for i, g in ipairs(groups) do fields[i] = 'pending:' .. g end
+  local depth = 0
+  for s = 1, #fields, 1000 do
+    for _, v in ipairs(redis.call('HMGET', base .. 'stats', unpack(fields, s, math.min(s + 999, #fields)))) do
+      local n = tonumber(v or '0')
+      if n > depth then depth = n end
+    end
+  end
+  return depth
 end
 
 local function release_lease(base, p, g, lease)
@@ -224,8 +310,31 @@ local function expire_lease(base, p, g, cfg, now)
   return 1
 end
 
+-- LT: an earlier due time wins, a later one never postpones work already due.
 local function schedule_trim(base, p, at)
-  redis.call('ZADD', base .. 'trim', 'NX', at, p)
+  redis.call('ZADD', base .. 'trim', 'LT', at, p)
+end
+
+-- Seconds after its creation when a message may next be removed whatever its consumption
+-- (retentionSeconds when retention is enabled, ttl, maxWaitTimeSeconds), 0 when never.
+local function age_horizon(cfg)
+  local horizon = 0
+  local function take(seconds)
+    if seconds > 0 and (horizon == 0 or seconds < horizon) then horizon = seconds end
+  end
+  if cfg.retentionEnabled then take(cfg.retentionSeconds) end
+  take(cfg.ttl)
+  take(cfg.maxWaitTimeSeconds)
+  return horizon
+end
+
+-- When an ack makes messages deletable: completedRetentionSeconds later, only when retention
+-- is enabled with a window above 0 (Queen's rule); nil otherwise.
+local function completed_trim_at(cfg, now)
+  if cfg.retentionEnabled and cfg.completedRetentionSeconds > 0 then
+    return now + cfg.completedRetentionSeconds * 1000
+  end
+  return nil
 end
 
 -- Appends the items of one queue. items: list of {p, pid, txn, mid, trace, data, sub}.
@@ -284,11 +393,11 @@ local function push_items(base, items, cfg, now, namespace, task)
       results[i] = { 1, it[4] }
     end
   end
-  if cfg.maxSize > 0 then
-    local size = tonumber(redis.call('HGET', base .. 'stats', 'size') or '0')
-    if size + fresh > cfg.maxSize then return nil, size end
-  end
   local groups = redis.call('HKEYS', base .. 'groups')
+  if cfg.maxSize > 0 then
+    local depth = queue_depth(base, groups)
+    if depth + fresh > cfg.maxSize then return nil, depth end
+  end
   local touched = {}
   local dedup_writes = {}
   for i, it in ipairs(items) do
@@ -310,9 +419,7 @@ local function push_items(base, items, cfg, now, namespace, task)
         for _, g in ipairs(groups) do
           redis.call('ZADD', base .. 'ready:' .. g, 'NX', now, p)
         end
-        local horizon = 0
-        if cfg.retentionSeconds > 0 then horizon = cfg.retentionSeconds end
-        if cfg.ttl > 0 and (horizon == 0 or cfg.ttl < horizon) then horizon = cfg.ttl end
+        local horizon = age_horizon(cfg)
         if horizon > 0 then schedule_trim(base, p, now + horizon * 1000) end
       end
     end
@@ -328,6 +435,7 @@ local function push_items(base, items, cfg, now, namespace, task)
   if fresh > 0 then
     redis.call('HINCRBY', base .. 'stats', 'pushed', fresh)
     redis.call('HINCRBY', base .. 'stats', 'size', fresh)
+    for _, g in ipairs(groups) do redis.call('HINCRBY', base .. 'stats', 'pending:' .. g, fresh) end
   end
   return results
 end
@@ -448,7 +556,8 @@ local function apply_ack(base, p, g, txn, status, lease, errtext, cfg, now)
   end
   advance(base, p, g)
   if released == 1 or not st[1] then reschedule(base, p, g, now) end
-  schedule_trim(base, p, now + cfg.completedRetentionSeconds * 1000)
+  local trim_at = completed_trim_at(cfg, now)
+  if trim_at then schedule_trim(base, p, trim_at) end
   return 1, nil, released, dlq, 0
 end
 
@@ -656,7 +765,10 @@ local function ack_many(base, acks, cfg, now)
       if not (st.passed and st.passed[id]) then keep[#keep + 1] = id end
     end
     call_chunked('SADD', st.aset, keep)
-    if st.fresh > 0 then redis.call('HINCRBY', base .. 'stats', 'resolved:' .. st.g, st.fresh) end
+    if st.fresh > 0 then
+      redis.call('HINCRBY', base .. 'stats', 'resolved:' .. st.g, st.fresh)
+      redis.call('HINCRBY', base .. 'stats', 'pending:' .. st.g, -st.fresh)
+    end
     if st.lease then call_chunked('SADD', st.rset, st.rids) end
     if st.reschedule then reschedule(base, st.p, st.g, now) end
   end
@@ -665,7 +777,9 @@ local function ack_many(base, acks, cfg, now)
     call_chunked('HSET', base .. 'la:' .. lease, w.fields)
     redis.call('PEXPIRE', base .. 'la:' .. lease, ANSWER_MEMORY_MS)
   end
-  local trim_at = now + cfg.completedRetentionSeconds * 1000
-  for p in pairs(trims) do schedule_trim(base, p, trim_at) end
+  local trim_at = completed_trim_at(cfg, now)
+  if trim_at then
+    for p in pairs(trims) do schedule_trim(base, p, trim_at) end
+  end
   return out
 end
