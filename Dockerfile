@@ -12,7 +12,8 @@
 # test/helm/production-install.test.ts replays the production stage without Docker (same staged
 # tree, the `npm ci` flags read from this file), since no Docker engine runs where this was written.
 
-ARG NODE_IMAGE=node:20-slim
+# The current LTS line, on which CI runs every test too (README, "Prerequisites").
+ARG NODE_IMAGE=node:26-slim
 
 # ---- build: install everything, compile every workspace ----------------------------------------
 FROM ${NODE_IMAGE} AS build

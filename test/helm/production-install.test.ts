@@ -122,7 +122,8 @@ test('the Dockerfile production stage installs runtime dependencies of the two s
   assert.ok(args.includes('--omit=dev'), `npm ci ${args.join(' ')}`);
   assert.ok(args.includes('--workspace=@herald/hub') && args.includes('--workspace=@herald/broker'));
   assert.match(dockerfile, /^FROM \$\{NODE_IMAGE\} AS production$/m);
-  assert.match(dockerfile, /^ARG NODE_IMAGE=node:20-slim$/m);
+  // The LTS line CI also runs every test on (scripts/lts-node.sh).
+  assert.match(dockerfile, /^ARG NODE_IMAGE=node:26-slim$/m);
   assert.match(dockerfile, /^COPY --from=build \/out\/ \.\/$/m);
   assert.match(dockerfile, /^USER 10001:10001$/m, "numeric non-root user, matching the chart's runAsUser");
   assert.match(dockerfile, /^CMD \["node", "services\/hub\/dist\/main\.js"\]$/m);

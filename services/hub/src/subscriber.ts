@@ -179,7 +179,9 @@ export class Subscriber {
   write(frame: Frame): void {
     if (this.closed) return;
     if (!this.socket && !this.attachSocket()) {
-      // Headers not sent yet (cannot happen for registered streams, kept for safety): node frames it.
+      // node:http still holds output of its own: Node 22 and later keep a response's headers and
+      // first writes until the end of the tick (a replay from the in-process history runs within
+      // it). Through the response, this frame follows them in order.
       this.lastWriteAt = Date.now();
       this.response.write(frame.raw);
       return;
@@ -210,12 +212,15 @@ export class Subscriber {
   }
 
   /**
-   * Switches to direct socket writes once node:http has sent the headers (and the opening comment),
-   * framing chunks ourselves exactly as node would (`chunkedEncoding` is false for HTTP/1.0 peers).
+   * Switches to direct socket writes once node:http has handed the headers (and the opening
+   * comment) to the socket, framing chunks ourselves exactly as node would (`chunkedEncoding` is
+   * false for HTTP/1.0 peers). `headersSent` alone is not enough: the response may still buffer
+   * them, and bytes written to the socket would overtake them.
    */
   private attachSocket(): boolean {
     const socket = this.response.socket;
     if (!this.response.headersSent || !socket) return false;
+    if (this.response.writableLength !== socket.writableLength) return false;
     this.socket = socket;
     this.chunked = this.response.chunkedEncoding;
     socket.on('drain', () => this.onDrain());
