@@ -1,4 +1,11 @@
-import { createRedis, isConnectionError, loggableError, parseRedisOptions, type Redis } from '@herald/redis';
+import {
+  createRedis,
+  isConnectionError,
+  loggableError,
+  parseRedisOptions,
+  type Redis,
+  replyWithin,
+} from '@herald/redis';
 import { type Job, Queue, Worker } from 'bullmq';
 import type { FastifyBaseLogger } from 'fastify';
 import { closeRedis, settleWithin } from './close.js';
@@ -56,14 +63,6 @@ function runner(storage: BrokerStorage, metrics: BrokerMetrics): Record<JobName,
  */
 const BULL_AFTER_OUTAGE = /Missing key for job|Missing lock for job|could not renew lock/i;
 
-function withinMs<T>(work: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const bound = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`no reply from Redis within ${ms} ms (${what})`)), ms);
-  });
-  return Promise.race([work, bound]).finally(() => clearTimeout(timer));
-}
-
 /**
  * With Redis: BullMQ job schedulers (repeatable jobs), so whatever the node count exactly one
  * worker runs each job at a time. The BullMQ prefix carries a hash tag (Cluster-ready) and
@@ -96,6 +95,10 @@ export function startRedisMaintenance(options: {
     return redis;
   };
   const queueConnection = connect('herald-broker-bull-queue');
+  // The readiness check reads the stamps on a connection of its own: BullMQ's commands (Lua
+  // scripts, which Redis treats as writes) and the stamps held back by Redis (writes paused, a
+  // stalled primary) would otherwise queue the read behind them, hiding which jobs are late.
+  const checkConnection = connect('herald-broker-maintenance-check');
   const queue = new Queue('broker-maintenance', { connection: queueConnection, prefix });
   const jobs = runner(storage, metrics);
   const worker = new Worker(
@@ -176,8 +179,8 @@ export function startRedisMaintenance(options: {
     },
     async readiness() {
       if (establishProblem) return establishProblem;
-      const stamps = await withinMs(
-        queueConnection.hmget(heartbeatKey, ...JOBS),
+      const stamps = await replyWithin(
+        checkConnection.hmget(heartbeatKey, ...JOBS),
         CHECK_REPLY_MS,
         'heartbeat',
       );
@@ -193,7 +196,9 @@ export function startRedisMaintenance(options: {
       if (stale.size === 0) return undefined;
       // A long run (retention on a large backlog) stamps only when it ends: running is not stuck.
       // Unknown (no reply): the stamps alone decide.
-      const active = await withinMs(queue.getJobs(['active']), CHECK_REPLY_MS, 'active jobs').catch(() => []);
+      const active = await replyWithin(queue.getJobs(['active']), CHECK_REPLY_MS, 'active jobs').catch(
+        () => [],
+      );
       for (const job of active) stale.delete(job.name as JobName);
       if (stale.size === 0) return undefined;
       const late = [...stale].map(([name, ms]) => `${name} (${Math.round(ms / 1000)} s)`);

@@ -1,6 +1,5 @@
 import { performance } from 'node:perf_hooks';
-import type { Redis } from '@herald/redis';
-import { withTimeout } from './timeout.js';
+import { type Redis, replyWithin } from '@herald/redis';
 
 /** Bound on the TIME round trip that maps the node's clock onto Redis's. */
 const CLOCK_TIMEOUT = 1000;
@@ -31,7 +30,7 @@ export class RedisClock {
   measure(): Promise<number> {
     this.measurement ??= (async () => {
       try {
-        const [seconds, microseconds] = await withTimeout(this.redis.time(), CLOCK_TIMEOUT, 'TIME');
+        const [seconds, microseconds] = await replyWithin(this.redis.time(), CLOCK_TIMEOUT, 'TIME');
         const redisMs = Number(seconds) * 1000 + Math.floor(Number(microseconds) / 1000);
         // Read after the reply: Redis's clock was at least redisMs then (the 1 ms covers the two
         // clocks' rounding).

@@ -14,13 +14,13 @@ import {
   pipelineScript,
   type Redis,
   redisTarget,
+  replyWithin,
   runScript,
   type ScriptSet,
 } from '@herald/redis';
 import { backendUnavailable } from './errors.js';
 import type { HubMetrics } from './metrics.js';
 import { RedisClock } from './redis-clock.js';
-import { withTimeout } from './timeout.js';
 import type { Published, SubscriptionRecord, Transport, UpdateListener } from './transport.js';
 import {
   comparePositions,
@@ -194,7 +194,7 @@ export class RedisTransport implements Transport {
       this.firstVerification = resolve;
     });
     try {
-      const tail = (await withTimeout(
+      const tail = (await replyWithin(
         this.command.xrevrange(this.keys.history, '+', '-', 'COUNT', 1),
         2000,
         'XREVRANGE',
@@ -328,12 +328,12 @@ export class RedisTransport implements Transport {
     try {
       if (this.publisher.status !== 'ready' || this.subscriber.status !== 'ready') return false;
       await this.clock.measure();
-      await withTimeout(
+      await replyWithin(
         this.publisher.publish(this.keys.channel, PROBE_PREFIX + nonce),
         timeout,
         'probe publish',
       );
-      await withTimeout(arrived, timeout, 'probe delivery');
+      await replyWithin(arrived, timeout, 'probe delivery');
       return true;
     } catch {
       return false;
@@ -481,7 +481,7 @@ export class RedisTransport implements Transport {
   async historyLength(): Promise<number> {
     // Scraped by /metrics: must answer (or fail) quickly even while Redis is down.
     if (this.command.status !== 'ready') throw backendUnavailable();
-    return withTimeout(this.command.xlen(this.keys.history), 1000, 'XLEN');
+    return replyWithin(this.command.xlen(this.keys.history), 1000, 'XLEN');
   }
 
   async readiness(): Promise<string | undefined> {
@@ -574,7 +574,7 @@ export class RedisTransport implements Transport {
     clearTimeout(this.leaseTimer);
     this.listener = undefined;
     if (this.options.subscriptions && this.command.status === 'ready') {
-      await withTimeout(
+      await replyWithin(
         this.command.multi().zrem(this.keys.leases, this.nodeId).del(this.keys.nodeSubscriptions).exec(),
         1000,
         'lease release',
@@ -584,7 +584,7 @@ export class RedisTransport implements Transport {
     // QUIT waits in the offline queue while Redis is unreachable: never let it hold up an exit.
     for (const connection of [this.command, this.publisher]) {
       if (connection.status === 'ready') {
-        await withTimeout(connection.quit(), 1000, 'QUIT').catch(() => undefined);
+        await replyWithin(connection.quit(), 1000, 'QUIT').catch(() => undefined);
       }
       connection.disconnect();
     }
