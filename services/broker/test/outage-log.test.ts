@@ -18,7 +18,9 @@ let server: RedisServer;
 let broker: Broker;
 let api: ReturnType<typeof client>;
 before(async () => {
-  server = await RedisServer.start();
+  // Persistent: Redis comes back with its data, as after an outage. Back empty, the maintenance
+  // would rightly warn that its job schedulers were missing (test/broker/maintenance-recovery).
+  server = await RedisServer.start({ appendOnly: true });
   const stream = new Writable({
     write(chunk, _encoding, done) {
       for (const line of String(chunk).split('\n')) if (line) lines.push(JSON.parse(line));
