@@ -282,4 +282,6 @@ environment variable → value when the chart creates the Secret. Returned as YA
 {{- include "herald.envVar" (list "DEFAULT_BATCH_SIZE" .values.defaultBatchSize) }}
 {{- include "herald.envVar" (list "DEFAULT_TIMEOUT" .values.defaultTimeout) }}
 {{- include "herald.envVar" (list "BROKER_METRICS_MAX_QUEUES" .values.metricsMaxQueues) }}
+{{- include "herald.envVar" (list "BROKER_BODY_LIMIT_BYTES" .values.bodyLimitBytes) }}
+{{- include "herald.envVar" (list "BROKER_MAX_PAYLOAD_BYTES" .values.maxPayloadBytes) }}
 {{- end -}}

@@ -16,6 +16,14 @@ export const brokerSpec = {
   BROKER_LEASE_SWEEP_INTERVAL: duration({ default: 1000, min: 50 }),
   BROKER_RETENTION_INTERVAL: duration({ default: 5000, min: 50 }),
   BROKER_STATS_INTERVAL: duration({ default: 5000, min: 50 }),
+  /**
+   * Request body and per-payload bounds (bytes). The defaults are Queen's effective limit: its
+   * HTTP layer reads any body, but a push reaches PostgreSQL as one jsonb value, which holds at
+   * most 255 MiB (docs/security.md, "Broker limits"). The maximum is V8's longest string
+   * (2^29 − 24 UTF-16 units): a body is parsed from one string.
+   */
+  BROKER_BODY_LIMIT_BYTES: integer({ default: 256 * 1024 * 1024, min: 1024, max: 536_870_888 }),
+  BROKER_MAX_PAYLOAD_BYTES: integer({ default: 256 * 1024 * 1024, min: 1, max: 536_870_888 }),
   /** Queues with their own `queue` label in /metrics; the rest share `queue="__other__"`. */
   BROKER_METRICS_MAX_QUEUES: integer({ default: 1000, min: 0, max: 100_000 }),
   ...brokerAuthSettings,

@@ -11,4 +11,6 @@ export interface BrokerContext {
   readonly log: FastifyBaseLogger;
   readonly defaultBatchSize: number;
   readonly defaultTimeout: number;
+  /** BROKER_MAX_PAYLOAD_BYTES: the largest serialized payload one push item may carry. */
+  readonly maxPayloadBytes: number;
 }

@@ -52,7 +52,7 @@ export async function startBroker(config: BrokerConfig, options: StartOptions = 
     config,
     metrics,
     metricsPaths: ['/metrics', '/metrics/prometheus'],
-    bodyLimit: LIMITS.bodyLimitBytes,
+    bodyLimit: config.BROKER_BODY_LIMIT_BYTES,
     // The kit's probes and metrics are public like /health (docs/broker.md, "Authentication").
     routeConfig: { access: 'public' },
     // Every route, the kit's included, must declare its level: refused at registration if not.
@@ -89,6 +89,7 @@ export async function startBroker(config: BrokerConfig, options: StartOptions = 
     log: app.log,
     defaultBatchSize: config.DEFAULT_BATCH_SIZE,
     defaultTimeout: config.DEFAULT_TIMEOUT,
+    maxPayloadBytes: config.BROKER_MAX_PAYLOAD_BYTES,
   };
   const intervals = {
     leaseSweepMs: config.BROKER_LEASE_SWEEP_INTERVAL,

@@ -1,5 +1,4 @@
 import type { BrokerContext } from './context.js';
-import { invalidRequest } from './errors.js';
 import { newId } from './identifiers.js';
 import { type PopRequest, type PopResult, QUEUE_MODE, type SubscriptionStart } from './storage.js';
 import { booleanParam, integer, LIMITS, name, timestamp } from './validation.js';
@@ -19,6 +18,16 @@ export function parsePopQuery(
 ): PopOptions {
   const queue = name(params.queue, 'queue');
   const partition = params.partition === undefined ? undefined : name(params.partition, 'partition');
+  return popOptions(context, queue, partition, query);
+}
+
+/** The query parameters every pop route shares (all but the queue and partition). */
+export function popOptions(
+  context: BrokerContext,
+  queue: string,
+  partition: string | undefined,
+  query: Record<string, unknown>,
+): PopOptions {
   const group = query.consumerGroup === undefined ? QUEUE_MODE : name(query.consumerGroup, 'consumerGroup');
   const mode = query.subscriptionMode;
   let subscription: SubscriptionStart = { mode: 'all' };
@@ -28,9 +37,9 @@ export function parsePopQuery(
         ? { mode: 'new' }
         : { mode: 'from', at: timestamp(query.subscriptionFrom, 'subscriptionFrom') };
   } else if (mode === 'new' || mode === 'new-only') {
+    // Any other mode reads from the beginning, as Queen's parse_subscription_mode does (its JS
+    // client sends `from_beginning`): docs/broker.md, "Queen compatibility".
     subscription = { mode: 'new' };
-  } else if (mode !== undefined && mode !== '' && mode !== 'all') {
-    throw invalidRequest('subscriptionMode must be all or new (or give subscriptionFrom)');
   }
   return {
     request: {
@@ -55,10 +64,59 @@ function count(result: PopResult): number {
   return result.partitions.reduce((total, p) => total + p.messages.length, 0);
 }
 
+/** One pop attempt: what it delivered (undefined: nothing), and when work is next ready (0: unknown). */
+export interface PopAttempt {
+  readonly result: PopResult | undefined;
+  readonly nextReadyAt: number;
+  /** Pop maintenance mode is on: the pop answers 204 at once, even a long-poll. */
+  readonly paused?: true;
+}
+
 /**
- * Pops, long-polling when asked. `clientGone()` is checked before each attempt and after a
- * successful one: a pop whose client disconnected gives its leases back (broker.md: it must
- * not lease anything). Resolves with undefined when there is nothing to deliver.
+ * One pop without waiting: leases, then (client still there) acks when `autoAck`, and counts.
+ * A pop whose client disconnected gives its leases back (broker.md: it must not lease anything).
+ */
+export async function popOnce(
+  context: BrokerContext,
+  request: PopRequest,
+  autoAck: boolean,
+  signal: AbortSignal,
+): Promise<PopAttempt> {
+  const { storage } = context;
+  if ((await storage.flags()).popMaintenanceMode) return { result: undefined, nextReadyAt: 0, paused: true };
+  const leased = { ...request, leaseId: newId() };
+  const result = await storage.pop(leased);
+  if (count(result) === 0) return { result: undefined, nextReadyAt: result.nextReadyAt };
+  if (signal.aborted) {
+    await storage.release(result, leased.group);
+    return { result: undefined, nextReadyAt: 0 };
+  }
+  if (autoAck) {
+    // Acked only once the client is known to be there: a lease first, then the ack.
+    await storage.ack(
+      result.partitions.flatMap((popped) =>
+        popped.messages.map((message) => ({
+          transactionId: message.transactionId,
+          partitionId: popped.partitionId,
+          status: 'completed' as const,
+          group: leased.group,
+          leaseId: popped.leaseId,
+          error: null,
+        })),
+      ),
+    );
+  }
+  for (const popped of result.partitions) {
+    context.metrics.popped.inc({ queue: popped.queue }, popped.messages.length);
+    if (autoAck)
+      context.metrics.acked.inc({ queue: popped.queue, status: 'completed' }, popped.messages.length);
+  }
+  return { result, nextReadyAt: 0 };
+}
+
+/**
+ * Pops, long-polling when asked. `signal` is checked before each attempt and after a
+ * successful one. Resolves with undefined when there is nothing to deliver.
  */
 export async function pop(
   context: BrokerContext,
@@ -66,7 +124,7 @@ export async function pop(
   signal: AbortSignal,
 ): Promise<PopResult | undefined> {
   const deadline = Date.now() + (options.wait ? options.timeout : 0);
-  const { storage, longPoll } = context;
+  const { longPoll } = context;
   const { queue, group } = options.request;
   /** The notification epoch this pop last tried for, and whether a notification woke it. */
   let tried = 0;
@@ -80,40 +138,12 @@ export async function pop(
       passOn();
       return undefined;
     }
-    if ((await storage.flags()).popMaintenanceMode) return undefined;
-    const request = { ...options.request, leaseId: newId() };
-    const result = await storage.pop(request);
-    if (count(result) > 0) {
-      if (signal.aborted) {
-        await storage.release(result, request.group);
-        return undefined;
-      }
-      if (options.autoAck) {
-        // Acked only once the client is known to be there: a lease first, then the ack.
-        await storage.ack(
-          result.partitions.flatMap((popped) =>
-            popped.messages.map((message) => ({
-              transactionId: message.transactionId,
-              partitionId: popped.partitionId,
-              status: 'completed' as const,
-              group: request.group,
-              leaseId: popped.leaseId,
-              error: null,
-            })),
-          ),
-        );
-      }
-      for (const popped of result.partitions) {
-        context.metrics.popped.inc({ queue: popped.queue }, popped.messages.length);
-        if (options.autoAck)
-          context.metrics.acked.inc({ queue: popped.queue, status: 'completed' }, popped.messages.length);
-      }
-      return result;
-    }
+    const attempt = await popOnce(context, options.request, options.autoAck, signal);
+    if (attempt.result || attempt.paused) return attempt.result;
     // Nothing for this pop, yet work is ready now (on a partition it does not wait for, say).
-    if (result.nextReadyAt > 0 && result.nextReadyAt <= Date.now()) passOn();
+    if (attempt.nextReadyAt > 0 && attempt.nextReadyAt <= Date.now()) passOn();
     if (!options.wait || Date.now() >= deadline || longPoll.isClosed) return undefined;
-    const woke = await longPoll.wait(queue, group, result.nextReadyAt, deadline, signal, tried);
+    const woke = await longPoll.wait(queue, group, attempt.nextReadyAt, deadline, signal, tried);
     tried = woke.epoch;
     notified = woke.reason === 'notified';
   }

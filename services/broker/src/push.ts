@@ -8,7 +8,12 @@ import { isObject, LIMITS, list, name, optionalString } from './validation.js';
  * One push item from the wire. `producerSub` comes from the verified token only: a
  * `producerSub` in the body is ignored (broker-authentication seed).
  */
-export function parsePushItem(raw: unknown, producerSub: string | undefined, where: string): PushItem {
+export function parsePushItem(
+  raw: unknown,
+  producerSub: string | undefined,
+  where: string,
+  maxPayloadBytes: number,
+): PushItem {
   if (!isObject(raw)) throw invalidRequest(`${where} must be an object`);
   const queue = name(raw.queue, `${where}.queue`);
   const partition =
@@ -20,8 +25,8 @@ export function parsePushItem(raw: unknown, producerSub: string | undefined, whe
         : JSON.stringify(raw.data)
       : JSON.stringify(raw.payload);
   // A UTF-16 unit is at most 3 UTF-8 bytes: most payloads pass without being measured.
-  if (data.length * 3 > LIMITS.maxPayloadBytes && Buffer.byteLength(data) > LIMITS.maxPayloadBytes) {
-    throw invalidRequest(`${where}.payload exceeds ${LIMITS.maxPayloadBytes} bytes`);
+  if (data.length * 3 > maxPayloadBytes && Buffer.byteLength(data) > maxPayloadBytes) {
+    throw invalidRequest(`${where}.payload exceeds ${maxPayloadBytes} bytes`);
   }
   return {
     queue,
@@ -34,10 +39,14 @@ export function parsePushItem(raw: unknown, producerSub: string | undefined, whe
   };
 }
 
-export function parsePushBody(body: unknown, producerSub: string | undefined): PushItem[] {
+export function parsePushBody(
+  body: unknown,
+  producerSub: string | undefined,
+  maxPayloadBytes: number,
+): PushItem[] {
   if (!isObject(body) || !Array.isArray(body.items)) throw invalidRequest('items array is required');
   return list(body.items, 'items', LIMITS.maxPushItems).map((item, index) =>
-    parsePushItem(item, producerSub, `items[${index}]`),
+    parsePushItem(item, producerSub, `items[${index}]`, maxPayloadBytes),
   );
 }
 

@@ -14,13 +14,16 @@ import {
   type LeaseExtension,
   type LeaseSweep,
   type MessageView,
+  newestFirstPage,
   type PoppedPartition,
   type PopRequest,
   type PopResult,
   type PushItem,
   type PushResult,
   pushCapacity,
+  QUEUE_MODE,
   type QueueInfo,
+  type QueueMessageState,
   type QueueOptions,
   type QueueStats,
   type SeekTarget,
@@ -187,6 +190,25 @@ interface LeaseAnswers {
   expiresAt: number;
   /** Answer per acked message, keyed by `answerKey(partitionId, transactionId)`. */
   byAck: Map<string, string>;
+}
+
+function queueMessageState(
+  queue: string,
+  partition: string,
+  partitionId: string,
+  message: MemoryMessage,
+  status: QueueMessageState['status'],
+): QueueMessageState {
+  return {
+    id: message.id,
+    transactionId: message.transactionId,
+    partitionId,
+    queuePath: `${queue}/${partition}`,
+    queue,
+    partition,
+    status,
+    createdAt: new Date(message.createdAt).toISOString(),
+  };
 }
 
 /** One ack's result on the wire: a failure when `error` is given, else a success. */
@@ -953,6 +975,43 @@ export class MemoryStorage implements BrokerStorage {
       }
     }
     return out;
+  }
+
+  async listQueueMessages(filter: {
+    queue: string;
+    limit: number;
+    offset: number;
+  }): Promise<QueueMessageState[]> {
+    const queue = this.queues.get(filter.queue);
+    if (!queue) return [];
+    const now = Date.now();
+    const dead = new Set(
+      queue.deadLetters
+        .filter((letter) => letter.consumerGroup === QUEUE_MODE)
+        .map((letter) => `${letter.partitionId}\n${letter.transactionId}`),
+    );
+    const rows: { at: number; id: string; row: QueueMessageState }[] = [];
+    for (const partition of queue.partitions.values()) {
+      const consumer = partition.consumers.get(QUEUE_MODE);
+      const lease = consumer?.lease && consumer.lease.expiresAt > now ? consumer.lease : undefined;
+      for (const message of partition.messages.slice(-(filter.offset + filter.limit))) {
+        const resolved =
+          consumer !== undefined && (message.seq <= consumer.position || consumer.resolved.has(message.seq));
+        const status = dead.has(`${partition.id}\n${message.transactionId}`)
+          ? 'dead_letter'
+          : resolved
+            ? 'completed'
+            : lease && message.seq <= lease.upto
+              ? 'processing'
+              : 'pending';
+        rows.push({
+          at: message.createdAt,
+          id: message.id,
+          row: queueMessageState(queue.name, partition.name, partition.id, message, status),
+        });
+      }
+    }
+    return newestFirstPage(rows, filter.offset, filter.limit);
   }
 
   async getMessage(partitionId: string, transactionId: string): Promise<MessageView | undefined> {

@@ -41,6 +41,7 @@ import {
   type PushResult,
   pushCapacity,
   type QueueInfo,
+  type QueueMessageState,
   type QueueOptions,
   type QueueStats,
   type SeekTarget,
@@ -50,6 +51,7 @@ import {
   type TransactionOperation,
   type TransactionOutcome,
 } from './storage.js';
+import { listQueueMessagesRedis } from './storage-redis-messages.js';
 import { RedisTraces } from './traces-redis.js';
 
 export interface RedisStorageOptions {
@@ -608,6 +610,10 @@ export class RedisStorage implements BrokerStorage {
       for (const entry of entries) out.push(this.view(filter.queue, decode(name), partitionId, entry));
     }
     return out;
+  }
+
+  listQueueMessages(filter: { queue: string; limit: number; offset: number }): Promise<QueueMessageState[]> {
+    return listQueueMessagesRedis(this.redis, this.base(filter.queue), filter.queue, filter);
   }
 
   async getMessage(partitionId: string, transactionId: string): Promise<MessageView | undefined> {

@@ -187,6 +187,28 @@ export interface MessageView {
   createdAt: string;
 }
 
+/** A message as Queen's `GET /api/v1/status/queues/:queue/messages` lists it (queue-mode state). */
+export interface QueueMessageState {
+  id: string;
+  transactionId: string;
+  partitionId: string;
+  queuePath: string;
+  queue: string;
+  partition: string;
+  status: 'pending' | 'processing' | 'completed' | 'dead_letter';
+  createdAt: string;
+}
+
+/** Newest first (Queen's order), then the page: what both backends answer for the status view. */
+export function newestFirstPage(
+  rows: { at: number; id: string; row: QueueMessageState }[],
+  offset: number,
+  limit: number,
+): QueueMessageState[] {
+  rows.sort((a, b) => b.at - a.at || (a.id < b.id ? 1 : a.id > b.id ? -1 : 0));
+  return rows.slice(offset, offset + limit).map((entry) => entry.row);
+}
+
 export interface DeadLetter extends MessageView {
   dlqId: string;
   consumerGroup: string;
@@ -256,6 +278,11 @@ export interface BrokerStorage {
   getQueue(queue: string): Promise<QueueInfo | undefined>;
   deleteQueue(queue: string): Promise<boolean>;
   listMessages(filter: { queue: string; partition?: string; limit: number }): Promise<MessageView[]>;
+  /**
+   * The newest `offset + limit` messages of each partition, merged newest first, one page of
+   * them, each with its state for queue mode (docs/broker.md, "Queen compatibility").
+   */
+  listQueueMessages(filter: { queue: string; limit: number; offset: number }): Promise<QueueMessageState[]>;
   getMessage(partitionId: string, transactionId: string): Promise<MessageView | undefined>;
   deleteMessage(partitionId: string, transactionId: string): Promise<boolean>;
   listDeadLetters(filter: {

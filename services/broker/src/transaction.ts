@@ -10,7 +10,11 @@ import { isObject, LIMITS, list } from './validation.js';
  * `{operations:[{type:'ack', …} | {type:'push', items:[…]} | {type:'push', queue, …}]}`;
  * push items are flattened in order, as Queen does. producerSub comes from the token.
  */
-export function parseTransactionBody(body: unknown, producerSub: string | undefined): TransactionOperation[] {
+export function parseTransactionBody(
+  body: unknown,
+  producerSub: string | undefined,
+  maxPayloadBytes: number,
+): TransactionOperation[] {
   if (!isObject(body) || !Array.isArray(body.operations))
     throw invalidRequest('operations array is required');
   const max = LIMITS.maxTransactionOperations;
@@ -30,7 +34,7 @@ export function parseTransactionBody(body: unknown, producerSub: string | undefi
       items.forEach((item, position) => {
         operations.push({
           type: 'push',
-          item: parsePushItem(item, producerSub, `${where}.items[${position}]`),
+          item: parsePushItem(item, producerSub, `${where}.items[${position}]`, maxPayloadBytes),
         });
       });
     } else if (raw.type === 'ack') {

@@ -1,17 +1,19 @@
 import { invalidRequest } from './errors.js';
 
 /**
- * Every bound on what a request may carry, in one place; docs/broker.md "Limits" lists each
- * with its value. Lists are bounded so one request's work and storage stay linear in its size
+ * Every fixed bound on what a request may carry, in one place; docs/broker.md "Limits" lists each
+ * with its value. The body and payload sizes are configurable (BROKER_BODY_LIMIT_BYTES,
+ * BROKER_MAX_PAYLOAD_BYTES in config.ts). Lists are bounded so one request's work and storage stay linear in its size
  * and small; strings so keys and log lines stay small.
  */
 export const LIMITS = {
   /** Queue, partition, group, transaction, trace, lease and worker ids, trace names. */
   maxNameLength: 512,
   maxPushItems: 10_000,
-  maxPayloadBytes: 1024 * 1024,
   maxBatch: 10_000,
   maxPartitionsPerPop: 1000,
+  /** Queues one `GET /api/v1/pop?namespace&task` tries (and long-polls on), in name order. */
+  maxQueuesPerFilteredPop: 100,
   maxTimeoutMs: 600_000,
   maxAcks: 10_000,
   /** After flattening: each item of a push operation counts as one operation. */
@@ -23,11 +25,13 @@ export const LIMITS = {
   /** A trace's `data`, serialized. */
   maxTraceDataBytes: 64 * 1024,
   maxDlqIds: 10_000,
+  /** `GET /api/v1/status/queues/:queue/messages`: page size and offset (each partition reads offset + limit). */
+  maxStatusMessages: 1000,
+  maxStatusMessagesOffset: 10_000,
   /** Arrays and objects inside one another, anywhere in a body (payloads included). */
   maxJsonDepth: 100,
   /** Latest seek/subscription time: the last instant a JavaScript Date can hold. */
   maxTimestampMs: 8.64e15,
-  bodyLimitBytes: 16 * 1024 * 1024,
   /** A path parameter as sent: a maximal name, each UTF-16 unit as up to 9 characters (%XX×3). */
   maxPathParamLength: 512 * 9,
 } as const;

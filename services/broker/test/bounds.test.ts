@@ -236,7 +236,7 @@ const ROWS: Row[] = [
     error: /limit/,
   },
   {
-    name: 'request body over 16 MiB',
+    name: 'request body over BROKER_BODY_LIMIT_BYTES (16 MiB in this suite)',
     method: 'POST',
     path: () => '/api/v1/push',
     body: () => `{"items":[],"pad":"${'x'.repeat(17 * 1024 * 1024)}"}`,
@@ -251,7 +251,7 @@ for (const backend of BACKENDS) {
     let api: ReturnType<typeof client>;
     const queue = queueName('bounds');
     before(async () => {
-      broker = await startTestBroker(backend);
+      broker = await startTestBroker(backend, { BROKER_BODY_LIMIT_BYTES: String(16 * 1024 * 1024) });
       api = client(broker.url);
       assert.equal((await api.push([{ queue, payload: { n: 1 } }])).status, 201);
     });

@@ -1,12 +1,13 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply } from 'fastify';
 import { ack, parseAckBody, parseBatchAckBody } from '../ack.js';
 import type { BrokerContext } from '../context.js';
 import { invalidRequest } from '../errors.js';
 import { namespaceAndTask } from '../identifiers.js';
 import { extendLease, parseExtendBody } from '../lease.js';
 import { parsePopQuery, pop, popResponseBody } from '../pop.js';
+import { parseFilteredPopQuery, popFiltered } from '../pop-filtered.js';
 import { parsePushBody, push } from '../push.js';
-import { DEFAULT_QUEUE_OPTIONS, type QueueOptions } from '../storage.js';
+import { DEFAULT_QUEUE_OPTIONS, type PopResult, type QueueOptions } from '../storage.js';
 import { parseTransactionBody, runTransaction } from '../transaction.js';
 import { isObject, name, optionalString } from '../validation.js';
 import { READ_WRITE, WRITE_ONLY } from './access.js';
@@ -34,6 +35,26 @@ function parseQueueOptions(raw: unknown): Partial<QueueOptions> {
 const NOT_ENCRYPTED =
   'encryptionEnabled is stored but payloads are not encrypted by Herald (docs/broker.md, Queue options)';
 
+/** Runs a pop until it answers or its client goes away (the response socket closes first). */
+async function answerPop(
+  reply: FastifyReply,
+  group: string,
+  run: (signal: AbortSignal) => Promise<PopResult | undefined>,
+): Promise<FastifyReply> {
+  const aborted = new AbortController();
+  const onClose = () => {
+    if (!reply.raw.writableFinished) aborted.abort();
+  };
+  reply.raw.on('close', onClose);
+  try {
+    const result = await run(aborted.signal);
+    if (!result) return reply.code(204).send();
+    return sendJsonText(reply, 200, popResponseBody(result, group));
+  } finally {
+    reply.raw.off('close', onClose);
+  }
+}
+
 /**
  * The hot routes log at warn and above only: at thousands of requests per second fastify's two
  * info lines per request cost ~5% of push throughput (batch 100, more at batch 1), and
@@ -48,13 +69,19 @@ export function registerDataPlaneRoutes(app: FastifyInstance, context: BrokerCon
   app.post('/api/v1/configure', READ_WRITE, async (request) => {
     const body = request.body;
     if (!isObject(body)) throw invalidRequest('body must be a JSON object');
-    const queue = name(body.queue, 'queue');
+    // Queen answers 200 to an empty name (its client's load test relies on it). No message can
+    // be stored under that name here (push refuses it), so there is nothing for the options to
+    // govern: they are validated and echoed, and nothing is stored (docs/broker.md, "Queen
+    // compatibility").
+    const queue = body.queue === '' ? '' : name(body.queue, 'queue');
     const derived = namespaceAndTask(queue);
     const names = {
       namespace: optionalString(body.namespace, 'namespace') ?? derived.namespace,
       task: optionalString(body.task, 'task') ?? derived.task,
     };
     const options = parseQueueOptions(body.options);
+    if (queue === '')
+      return { configured: true, queue, ...names, options: { ...DEFAULT_QUEUE_OPTIONS, ...options } };
     const info = await context.storage.configure(queue, options, names);
     const answer = {
       configured: true,
@@ -70,34 +97,24 @@ export function registerDataPlaneRoutes(app: FastifyInstance, context: BrokerCon
   });
 
   app.post('/api/v1/push', HOT_WRITE_ONLY, async (request, reply) => {
-    const items = parsePushBody(request.body, request.identity?.sub);
+    const items = parsePushBody(request.body, request.identity?.sub, context.maxPayloadBytes);
     return reply.code(201).send(await push(context, items));
   });
 
-  const popHandler = async (
-    request: { params: unknown; query: unknown; raw: NodeJS.EventEmitter },
-    reply: import('fastify').FastifyReply,
-  ) => {
+  const popHandler = async (request: { params: unknown; query: unknown }, reply: FastifyReply) => {
     const options = parsePopQuery(
       context,
       request.params as { queue?: unknown; partition?: unknown },
       request.query as Record<string, unknown>,
     );
-    // The client is gone when the response socket closes before we answered.
-    const aborted = new AbortController();
-    const onClose = () => {
-      if (!reply.raw.writableFinished) aborted.abort();
-    };
-    reply.raw.on('close', onClose);
-    try {
-      const result = await pop(context, options, aborted.signal);
-      if (!result) return reply.code(204).send();
-      return sendJsonText(reply, 200, popResponseBody(result, options.request.group));
-    } finally {
-      reply.raw.off('close', onClose);
-    }
+    return answerPop(reply, options.request.group, (signal) => pop(context, options, signal));
   };
   app.get('/api/v1/pop/queue/:queue', HOT_READ_WRITE, popHandler);
+  // Queen's pop by namespace/task: read-write like every pop (docs/broker.md route table).
+  app.get('/api/v1/pop', HOT_READ_WRITE, async (request, reply) => {
+    const { filter, options } = parseFilteredPopQuery(context, request.query as Record<string, unknown>);
+    return answerPop(reply, options.request.group, (signal) => popFiltered(context, filter, options, signal));
+  });
   app.get('/api/v1/pop/queue/:queue/partition/:partition', HOT_READ_WRITE, popHandler);
 
   app.post('/api/v1/ack', HOT_READ_WRITE, async (request) => ack(context, parseAckBody(request.body)));
@@ -106,7 +123,10 @@ export function registerDataPlaneRoutes(app: FastifyInstance, context: BrokerCon
   );
 
   app.post('/api/v1/transaction', READ_WRITE, async (request) =>
-    runTransaction(context, parseTransactionBody(request.body, request.identity?.sub)),
+    runTransaction(
+      context,
+      parseTransactionBody(request.body, request.identity?.sub, context.maxPayloadBytes),
+    ),
   );
 
   app.post<{ Params: { leaseId: string } }>('/api/v1/lease/:leaseId/extend', READ_WRITE, async (request) =>

@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { BrokerContext } from '../context.js';
 import { invalidRequest, notFound } from '../errors.js';
 import type { Maintenance } from '../maintenance.js';
-import { isObject } from '../validation.js';
+import { integer, isObject, LIMITS, name } from '../validation.js';
 import { ADMIN, PUBLIC, READ_ONLY } from './access.js';
 
 /** Status views, the stats refresh and the maintenance toggles (admin), health. */
@@ -43,6 +43,22 @@ export function registerStatusRoutes(
       throw notFound(`Queue '${request.params.queue}' not found (or not in the stats snapshot yet)`);
     return stats;
   });
+
+  // Queen's shape: a bare array, newest first, each message with its queue-mode state.
+  app.get<{ Params: { queue: string } }>(
+    '/api/v1/status/queues/:queue/messages',
+    READ_ONLY,
+    async (request) => {
+      const query = request.query as Record<string, unknown>;
+      const queue = name(request.params.queue, 'queue');
+      if (!(await storage.getQueue(queue))) throw notFound(`Queue '${queue}' not found`);
+      return storage.listQueueMessages({
+        queue,
+        limit: integer(query.limit, 'limit', 50, 1, LIMITS.maxStatusMessages),
+        offset: integer(query.offset, 'offset', 0, 0, LIMITS.maxStatusMessagesOffset),
+      });
+    },
+  );
 
   app.get('/api/v1/status/analytics', READ_ONLY, async () => {
     const stats = await storage.cachedStats();
