@@ -43,6 +43,7 @@ import {
   type TransactionOperation,
   type TransactionOutcome,
 } from './storage.js';
+import { RedisStreams } from './streams/redis.js';
 import { RedisTraces } from './traces-redis.js';
 
 export interface RedisStorageOptions {
@@ -132,6 +133,7 @@ export class RedisStorage implements BrokerStorage {
   private readonly knownPartitions = new Map<string, [string, string]>();
   private flagCache: SystemFlags | undefined;
   private readonly traces: RedisTraces;
+  readonly streams: RedisStreams;
 
   constructor(private readonly options: RedisStorageOptions) {
     this.prefix = options.prefix;
@@ -148,6 +150,15 @@ export class RedisStorage implements BrokerStorage {
     outages.watch(this.subscriber, 'herald-broker-notify');
     this.scripts = loadBrokerScripts();
     this.traces = new RedisTraces(this.redis, (...parts) => this.key(...parts));
+    this.streams = new RedisStreams({
+      redis: this.redis,
+      streamsBase: this.key('streams:'),
+      run: (name, args) => this.run(name, [], args),
+      base: (queue) => this.base(queue),
+      resolvePartition: (partitionId) => this.resolvePartition(partitionId),
+      register: (queue, partitions) => this.register(queue, partitions),
+      notify: (queues) => this.notify(queues),
+    });
     this.subscriber.on('message', (channel: string, message: string) => {
       if (channel === this.key('control')) {
         this.flagCache = undefined;
