@@ -29,8 +29,8 @@ import {
   type TransactionOperation,
   type TransactionOutcome,
 } from './storage.js';
+import { type MemoryCycleHost, prepareMemoryCycle } from './streams/cycle-memory.js';
 import { MemoryStreams } from './streams/memory.js';
-import type { PrepareCycle } from './streams/types.js';
 
 /*
  * The in-process backend: the same rules as the Lua scripts (lua/includes/broker.lua), on
@@ -38,7 +38,7 @@ import type { PrepareCycle } from './streams/types.js';
  * awaits, which gives it the atomicity a Lua script has in Redis.
  */
 
-interface Message {
+export interface Message {
   seq: number;
   id: string;
   transactionId: string;
@@ -48,7 +48,7 @@ interface Message {
   createdAt: number;
 }
 
-interface Lease {
+export interface Lease {
   id: string;
   expiresAt: number;
   upto: number;
@@ -56,7 +56,7 @@ interface Lease {
   answered: Set<number>;
 }
 
-interface Consumer {
+export interface Consumer {
   position: number;
   lease: Lease | undefined;
   notBefore: number;
@@ -64,7 +64,7 @@ interface Consumer {
   attempts: Map<number, number>;
 }
 
-interface Partition {
+export interface Partition {
   name: string;
   id: string;
   messages: Message[];
@@ -163,7 +163,7 @@ class ReadyIndex {
   }
 }
 
-interface Queue {
+export interface Queue {
   name: string;
   namespace: string;
   task: string;
@@ -229,7 +229,31 @@ function ackClass(status: AckInput['status']): 'done' | 'dlq' | 'failed' {
 
 export class MemoryStorage implements BrokerStorage {
   readonly kind = 'memory';
-  readonly streams = new MemoryStreams((pushItems, ack) => this.prepareCycle(pushItems, ack));
+  /** This backend's internals a streams cycle uses (streams/cycle-memory.ts). */
+  private readonly cycleHost: MemoryCycleHost = {
+    locate: (partitionId) => {
+      const names = this.partitionIds.get(partitionId);
+      const queue = names && this.queues.get(names[0]);
+      const partition = names && queue?.partitions.get(names[1]);
+      return queue && partition ? { queue, partition } : undefined;
+    },
+    consumer: (queue, partition, group) => this.consumer(queue, partition, group),
+    capacityError: (items) => {
+      const full = this.checkCapacity(this.countFresh(items));
+      return full && `Queue is full (maxSize ${full.maxSize})`;
+    },
+    append: (item, index, now) => this.append(item, index, now),
+    notify: (queues) => this.notify(queues),
+    after: (partition, position) => this.after(partition, position),
+    resolve: (queue, consumer, group, seq) => this.resolve(queue, consumer, group, seq),
+    deadLetter: (...args) => this.deadLetter(...args),
+    releaseLease: (queue, partition, group, consumer) => this.releaseLease(queue, partition, group, consumer),
+    advance: (partition, consumer) => this.advance(partition, consumer),
+    reschedule: (queue, partition, group, now) => this.reschedule(queue, partition, group, now),
+  };
+  readonly streams = new MemoryStreams((pushItems, ack) =>
+    prepareMemoryCycle(this.cycleHost, pushItems, ack),
+  );
   private readonly queues = new Map<string, Queue>();
   private readonly partitionIds = new Map<string, [string, string]>();
   private readonly listeners = new Set<AvailabilityListener>();
@@ -866,74 +890,6 @@ export class MemoryStorage implements BrokerStorage {
     this.notify(touched);
     return { success: true, results };
   }
-
-  /**
-   * The queue side of a streams cycle (streams/memory.ts; the same rules as
-   * lua/streams-cycle-0.lua): checks the sink pushes and the source ack, and returns what
-   * applies them, so the caller applies state and queues in one synchronous step.
-   */
-  readonly prepareCycle: PrepareCycle = (pushItems, request) => {
-    const now = Date.now();
-    let located: { queue: Queue; partition: Partition; consumer: Consumer; message: Message } | undefined;
-    if (request) {
-      const names = this.partitionIds.get(request.partitionId);
-      const queue = names && this.queues.get(names[0]);
-      const partition = names && queue?.partitions.get(names[1]);
-      const message = partition?.dedup.get(request.ack.transactionId);
-      if (!queue || !partition || !message) return 'Message not found';
-      const consumer = this.consumer(queue, partition, request.group);
-      const lease = consumer.lease;
-      if (request.ack.leaseId) {
-        if (!lease || lease.id !== request.ack.leaseId || lease.expiresAt <= now)
-          return 'Invalid or expired lease';
-        if (message.seq > lease.upto) return 'Message is not part of the lease';
-      }
-      if (message.seq <= consumer.position || consumer.resolved.has(message.seq)) {
-        return 'Message already acknowledged';
-      }
-      located = { queue, partition, consumer, message };
-    }
-    const full = this.checkCapacity(this.countFresh(pushItems));
-    if (full) return `Queue is full (maxSize ${full.maxSize})`;
-    return () => {
-      const pushResults = pushItems.map((item, index) => this.append(item, index, now));
-      this.notify(pushCapacity(pushItems, pushResults));
-      if (!request || !located) return { pushResults, ackResult: null, sourceQueue: null };
-      const { queue, partition, consumer, message } = located;
-      const { ack, group } = request;
-      const lease = consumer.lease;
-      const held = lease !== undefined && lease.expiresAt > now;
-      const dlq = ack.status === 'failed' || ack.status === 'dlq';
-      if (dlq && queue.options.deadLetterQueue) {
-        const attempts = consumer.attempts.get(message.seq) ?? 0;
-        this.deadLetter(queue, partition, group, message, ack.error ?? '', attempts, now);
-      }
-      // The cursor moves to the acked message: everything up to it is consumed by the group.
-      for (let index = this.after(partition, consumer.position); index < partition.messages.length; index++) {
-        const seq = (partition.messages[index] as Message).seq;
-        if (seq > message.seq) break;
-        this.resolve(queue, consumer, group, seq);
-        if (held && lease && seq <= lease.upto) lease.answered.add(seq);
-      }
-      let released = false;
-      if (
-        held &&
-        lease &&
-        ((ack.leaseId && request.releaseLease) || dlq || lease.answered.size >= lease.size)
-      ) {
-        this.releaseLease(queue, partition, group, consumer);
-        released = true;
-      }
-      this.advance(partition, consumer);
-      if (released || !lease) this.reschedule(queue, partition, group, now);
-      if (released) this.notify([[queue.name, 1]]);
-      return {
-        pushResults,
-        ackResult: { success: true, count: dlq ? 0 : ack.count, lease_released: released, dlq },
-        sourceQueue: queue.name,
-      };
-    };
-  };
 
   async extendLease(leaseId: string, seconds: number): Promise<LeaseExtension> {
     const now = Date.now();

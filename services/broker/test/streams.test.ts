@@ -320,6 +320,12 @@ for (const backend of BACKENDS) {
         { query_id: queryId, partition_id: 'p', state_ops: {} },
         { query_id: queryId, partition_id: 'p', state_ops: [{ type: 'merge', key: 'k' }] },
         { query_id: queryId, partition_id: 'p', state_ops: [{ type: 'upsert' }] },
+        { query_id: queryId, partition_id: 'p', state_ops: [{ type: 'upsert', key: '\ud800', value: 1 }] },
+        {
+          query_id: queryId,
+          partition_id: 'p',
+          state_ops: [{ type: 'delete', key: 'k'.repeat(STREAMS_LIMITS.maxStateKeyLength + 1) }],
+        },
         { query_id: queryId, partition_id: 'p', state_ops: [{ type: 'upsert', key: 'k', value: big }] },
         {
           query_id: queryId,

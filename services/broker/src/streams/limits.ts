@@ -6,8 +6,7 @@
 export const STREAMS_LIMITS = {
   /** Registered queries (names): registration of one more is refused (409). */
   maxQueries: 10_000,
-  /** `config_hash`, state keys and `key_prefix`. */
-  maxHashLength: 512,
+  /** A state key and a state/get `key_prefix` (`config_hash` is bounded as a name: 512). */
   maxStateKeyLength: 1024,
   /** One state value, serialized. */
   maxStateValueBytes: 1024 * 1024,

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { invalidRequest } from '../errors.js';
 import { parsePushItem } from '../push.js';
 import { QUEUE_MODE } from '../storage.js';
-import { integer, isObject, LIMITS, list, name, optionalString } from '../validation.js';
+import { boundedString, integer, isObject, LIMITS, list, name, optionalString } from '../validation.js';
 import { STREAMS_LIMITS } from './limits.js';
 import type { CycleAck, CycleAckStatus, CycleInput, QueryRegistration, StateOp } from './types.js';
 
@@ -17,10 +17,10 @@ function requireBody(body: unknown) {
   return body;
 }
 
+/** A state key or prefix: any string (empty included) of bounded length, well-formed Unicode. */
 function boundedKey(value: unknown, what: string, max: number): string {
   if (typeof value !== 'string') throw invalidRequest(`${what} must be a string`);
-  if (value.length > max) throw invalidRequest(`${what} must be at most ${max} characters`);
-  return value;
+  return boundedString(value, what, max);
 }
 
 export function parseRegistration(body: unknown, requestId: string): QueryRegistration {
@@ -32,7 +32,7 @@ export function parseRegistration(body: unknown, requestId: string): QueryRegist
       raw.sink_queue === undefined || raw.sink_queue === null || raw.sink_queue === ''
         ? null
         : name(raw.sink_queue, 'sink_queue'),
-    configHash: name(boundedKey(raw.config_hash, 'config_hash', STREAMS_LIMITS.maxHashLength), 'config_hash'),
+    configHash: name(raw.config_hash, 'config_hash'),
     reset: raw.reset === undefined || raw.reset === null ? false : strictBoolean(raw.reset, 'reset'),
     requestId,
   };
