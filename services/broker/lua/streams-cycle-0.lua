@@ -145,11 +145,28 @@ if #ops > 0 then
   redis.call('HINCRBY', sbase .. 'stats', 'b:' .. query_id, bytes - bytes_before)
 end
 
-local pushed = {}
+-- One push_items call per sink queue (its dedup reads and group lookups batched), in the
+-- items' order within each queue.
+local pushed, by_base, bases = {}, {}, {}
 for index, push in ipairs(pushes) do
-  local results = push_items(push.base, { push.item }, config_of(push.base), now, push.namespace, push.task)
-  pushed[index] = { queue = push.queue, partitionId = push.item[2], transactionId = push.item[3],
-    queued = results[1][1], messageId = results[1][2] }
+  local list = by_base[push.base]
+  if not list then
+    list = {}
+    by_base[push.base] = list
+    bases[#bases + 1] = push.base
+  end
+  list[#list + 1] = index
+end
+for _, base in ipairs(bases) do
+  local list, items = by_base[base], {}
+  for j, index in ipairs(list) do items[j] = pushes[index].item end
+  local first = pushes[list[1]]
+  local results = push_items(base, items, config_of(base), now, first.namespace, first.task)
+  for j, index in ipairs(list) do
+    local push = pushes[index]
+    pushed[index] = { queue = push.queue, partitionId = push.item[2], transactionId = push.item[3],
+      queued = results[j][1], messageId = results[j][2] }
+  end
 end
 
 local ack_result = false

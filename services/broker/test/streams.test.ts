@@ -171,6 +171,37 @@ for (const backend of BACKENDS) {
       assert.deepEqual(otherShard.body.rows, []);
     });
 
+    test('sink pushes keep their order per queue and answer in input order, duplicates included', async () => {
+      const { queryId, sink } = await setup(0);
+      const other = queueName('st-sink2');
+      const reply = await cycle({
+        query_id: queryId,
+        partition_id: 'p',
+        push_items: [
+          { queue: sink, partition: 'x', payload: 1, transactionId: 't1' },
+          { queue: other, payload: 2, transactionId: 't2' },
+          { queue: sink, partition: 'x', payload: 3, transactionId: 't3' },
+          { queue: sink, partition: 'x', payload: 4, transactionId: 't1' },
+        ],
+      });
+      assert.equal(reply.body.success, true, JSON.stringify(reply.body));
+      assert.deepEqual(
+        reply.body.push_results.map((r: any) => [r.index, r.queueName, r.transaction_id, r.status]),
+        [
+          [0, sink, 't1', 'queued'],
+          [1, other, 't2', 'queued'],
+          [2, sink, 't3', 'queued'],
+          [3, sink, 't1', 'duplicate'],
+        ],
+      );
+      assert.equal(reply.body.push_results[3].message_id, reply.body.push_results[0].message_id);
+      const sunk = await api.popPartition(sink, 'x', 'batch=10');
+      assert.deepEqual(
+        sunk.body.messages.map((m: any) => m.data),
+        [1, 3],
+      );
+    });
+
     test('state/get filters by key_prefix and ripe_at_or_before (windowEnd)', async () => {
       const { queryId } = await setup(0);
       const reply = await cycle({
