@@ -452,3 +452,39 @@ for (const backend of BACKENDS) {
     });
   });
 }
+
+for (const backend of BACKENDS) {
+  test(`streams state gauges are capped at BROKER_METRICS_MAX_QUEUES queries, the rest under __other__ (${backend})`, async () => {
+    const broker = await startTestBroker(backend, { BROKER_METRICS_MAX_QUEUES: '2' });
+    try {
+      const api = client(broker.url);
+      const names = ['a', 'b', 'c', 'd'].map((letter) => `${letter}-${queueName('st-cap')}`);
+      for (const name of names) {
+        const registered = await api.call('POST', '/streams/v1/queries', {
+          name,
+          source_queue: 's',
+          config_hash: 'h',
+        });
+        await api.call('POST', '/streams/v1/cycle', {
+          query_id: registered.body.query_id,
+          partition_id: 'p',
+          state_ops: [{ type: 'upsert', key: 'k', value: 1 }],
+        });
+      }
+      const text = await (await fetch(`${broker.url}/metrics`)).text();
+      const rows = [
+        ...text.matchAll(/^herald_broker_streams_state_rows\{query="([^"]+)"[^}]*\} (\d+)$/gm),
+      ].map((match) => [match[1], Number(match[2])]);
+      assert.deepEqual(
+        rows.sort(),
+        [
+          [names[0], 1],
+          [names[1], 1],
+          ['__other__', 2],
+        ].sort(),
+      );
+    } finally {
+      await broker.close();
+    }
+  });
+}
