@@ -13,10 +13,12 @@ import { registerConsumerGroupRoutes } from './routes/consumer-groups.js';
 import { registerDataPlaneRoutes } from './routes/data-plane.js';
 import { registerResourceRoutes } from './routes/resources.js';
 import { registerStatusRoutes } from './routes/status.js';
+import { registerStreamsRoutes } from './routes/streams.js';
 import { registerTraceRoutes } from './routes/traces.js';
 import type { BrokerStorage } from './storage.js';
 import { MemoryStorage } from './storage-memory.js';
 import { RedisStorage } from './storage-redis.js';
+import { createStreamsMetrics } from './streams/metrics.js';
 import { LIMITS } from './validation.js';
 
 export { authConfigProblem, classifyBrokerRoute } from './auth.js';
@@ -47,6 +49,7 @@ export async function startBroker(config: BrokerConfig, options: StartOptions = 
   const metrics = createMetrics({ defaultLabels: { service: 'broker' } });
   let storage: BrokerStorage | undefined;
   const brokerMetrics = createBrokerMetrics(metrics, () => storage, config.BROKER_METRICS_MAX_QUEUES);
+  const streamsMetrics = createStreamsMetrics(metrics, () => storage, config.BROKER_METRICS_MAX_QUEUES);
   const kit = createServerKit({
     name: 'broker',
     config,
@@ -118,6 +121,7 @@ export async function startBroker(config: BrokerConfig, options: StartOptions = 
   registerResourceRoutes(app, context);
   registerConsumerGroupRoutes(app, context);
   registerTraceRoutes(app, context);
+  registerStreamsRoutes(app, context, streamsMetrics);
   registerStatusRoutes(app, context, maintenance);
 
   lifecycle.addReadinessCheck('storage', () => activeStorage.ready());

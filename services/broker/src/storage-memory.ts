@@ -33,6 +33,8 @@ import {
   type TransactionOperation,
   type TransactionOutcome,
 } from './storage.js';
+import { type MemoryCycleHost, prepareMemoryCycle } from './streams/cycle-memory.js';
+import { MemoryStreams } from './streams/memory.js';
 
 /*
  * The in-process backend: the same rules as the Lua scripts (lua/includes/broker.lua), on
@@ -50,7 +52,7 @@ export interface MemoryMessage {
   createdAt: number;
 }
 
-interface Lease {
+export interface Lease {
   id: string;
   expiresAt: number;
   upto: number;
@@ -250,6 +252,31 @@ function ackClass(status: AckInput['status']): 'done' | 'dlq' | 'failed' {
 
 export class MemoryStorage implements BrokerStorage {
   readonly kind = 'memory';
+  /** This backend's internals a streams cycle uses (streams/cycle-memory.ts). */
+  private readonly cycleHost: MemoryCycleHost = {
+    locate: (partitionId) => {
+      const names = this.partitionIds.get(partitionId);
+      const queue = names && this.queues.get(names[0]);
+      const partition = names && queue?.partitions.get(names[1]);
+      return queue && partition ? { queue, partition } : undefined;
+    },
+    consumer: (queue, partition, group) => this.consumer(queue, partition, group),
+    capacityError: (items) => {
+      const full = this.checkCapacity(this.countFresh(items));
+      return full && `Queue is full (maxSize ${full.maxSize})`;
+    },
+    append: (item, index, now) => this.append(item, index, now),
+    notify: (queues) => this.notify(queues),
+    after: (partition, position) => this.after(partition, position),
+    resolve: (queue, consumer, group, seq) => this.resolve(queue, consumer, group, seq),
+    deadLetter: (...args) => this.deadLetter(...args),
+    releaseLease: (queue, partition, group, consumer) => this.releaseLease(queue, partition, group, consumer),
+    advance: (partition, consumer) => this.advance(partition, consumer),
+    reschedule: (queue, partition, group, now) => this.reschedule(queue, partition, group, now),
+  };
+  readonly streams = new MemoryStreams((pushItems, ack) =>
+    prepareMemoryCycle(this.cycleHost, pushItems, ack),
+  );
   private readonly queues = new Map<string, MemoryQueue>();
   private readonly partitionIds = new Map<string, [string, string]>();
   private readonly listeners = new Set<AvailabilityListener>();

@@ -52,6 +52,7 @@ import {
   type TransactionOutcome,
 } from './storage.js';
 import { listQueueMessagesRedis } from './storage-redis-messages.js';
+import { RedisStreams } from './streams/redis.js';
 import { RedisTraces } from './traces-redis.js';
 
 export interface RedisStorageOptions {
@@ -140,6 +141,7 @@ export class RedisStorage implements BrokerStorage {
   private readonly registry: RedisRegistry;
   private flagCache: SystemFlags | undefined;
   private readonly traces: RedisTraces;
+  readonly streams: RedisStreams;
 
   constructor(private readonly options: RedisStorageOptions) {
     this.prefix = options.prefix;
@@ -160,6 +162,15 @@ export class RedisStorage implements BrokerStorage {
     // Control messages sent while this node was away are lost: read the flags afresh.
     this.subscriber.on('ready', () => {
       this.flagCache = undefined;
+    });
+    this.streams = new RedisStreams({
+      redis: this.redis,
+      streamsBase: this.key('streams:'),
+      run: (name, args) => this.run(name, [], args),
+      base: (queue) => this.base(queue),
+      resolvePartition: (partitionId) => this.registry.resolve(partitionId),
+      register: (queue, partitions) => this.registry.register(queue, partitions),
+      notify: (queues) => this.notify(queues),
     });
     this.subscriber.on('message', (channel: string, message: string) => {
       if (channel === this.key('control')) {

@@ -4,6 +4,7 @@
  * and one contract suite (test/storage-contract.test.ts) runs against both.
  * Names here are the client's names (queue, partition, group), never encoded.
  */
+import type { StreamsStorage } from './streams/types.js';
 
 export const QUEUE_MODE = '__QUEUE_MODE__';
 export const DEFAULT_PARTITION = 'Default';
@@ -261,6 +262,8 @@ export interface LeaseSweep {
 
 export interface BrokerStorage {
   readonly kind: 'memory' | 'redis';
+  /** Queen's streams API: queries, cycles, state (streams/types.ts). */
+  readonly streams: StreamsStorage;
   configure(
     queue: string,
     options: Partial<QueueOptions>,

@@ -55,7 +55,7 @@ export function requireObject(value: unknown, what: string): Json {
 const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 
 /** A string of at most `max` characters, refused when it cannot be spelled in UTF-8. */
-function boundedString(value: string, what: string, max: number): string {
+export function boundedString(value: string, what: string, max: number): string {
   if (value.length > max) throw invalidRequest(`${what} must be at most ${max} characters`);
   if (LONE_SURROGATE.test(value)) throw invalidRequest(`${what} must be well-formed Unicode`);
   return value;

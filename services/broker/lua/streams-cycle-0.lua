@@ -1,0 +1,208 @@
+--[[
+  Commits one streams cycle (docs/broker.md, "Streams"): state upserts/deletes of one
+  (query, partition) shard, pushes to sink queues and the ack of the source batch, all or
+  nothing: every check runs first, nothing is written unless all pass. Takes no KEYS because
+  a cycle spans the query's keys, the source queue and the sink queues: standalone Redis only
+  (on Redis Cluster these live in different slots; see docs/broker.md, "Streams").
+  ARGV[1]  streams base: <prefix>streams:
+  ARGV[2]  cycle id (SHA-256 of the request's canonical body)
+  ARGV[3]  query id            ARGV[4] shard (the source partition id as sent)
+  ARGV[5]  seconds a committed answer is kept      ARGV[6] max rows   ARGV[7] max bytes (shard)
+  ARGV[8]  n state ops, then n x { 'u'|'d', key, value JSON ('' for 'd') }
+  then     m pushes, then m x { base, namespace, task, queue, partition (URI-encoded),
+                                partitionId, transactionId, messageId, traceId, data, producerSub }
+  then     '1' + ack { base, partition (URI-encoded), group (URI-encoded), transactionId, leaseId
+                       ('' = none), status (completed|success|failed|dlq), count, error,
+                       release ('1'|'0') }, or '0' when the cycle acks nothing
+  Returns JSON text: {"unknown":true} (no such query), {"ok":false,"error":...} (nothing
+  applied), or {"ok":true,"applied":n,"pushes":[...],"ack":{...}|false}.
+  Resend-safe (shared/redis/README.md): a committed cycle's answer is stored under its cycle id
+  (a hash of the request body) for ARGV[5] seconds; a second run, a resent script or a client
+  retrying the same body, finds it and answers it without applying anything again.
+]]
+--@include broker
+
+local sbase, cycle_id, query_id, shard = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+local memory, max_rows, max_bytes = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
+local qbase = sbase .. '{' .. query_id .. '}:'
+local memo_key = qbase .. 'cy:' .. cycle_id
+
+local memo = redis.call('GET', memo_key)
+if memo then return memo end
+if redis.call('HEXISTS', sbase .. 'ids', query_id) == 0 then return cjson.encode({ unknown = true }) end
+
+local i = 8
+local ops = {}
+for _ = 1, tonumber(ARGV[i]) do
+  ops[#ops + 1] = { kind = ARGV[i + 1], key = ARGV[i + 2], value = ARGV[i + 3] }
+  i = i + 3
+end
+i = i + 1
+local pushes = {}
+for _ = 1, tonumber(ARGV[i]) do
+  pushes[#pushes + 1] = { base = ARGV[i + 1], namespace = ARGV[i + 2], task = ARGV[i + 3], queue = ARGV[i + 4],
+    item = { ARGV[i + 5], ARGV[i + 6], ARGV[i + 7], ARGV[i + 8], ARGV[i + 9], ARGV[i + 10], ARGV[i + 11] } }
+  i = i + 11
+end
+i = i + 1
+local ack = false
+if ARGV[i] == '1' then
+  ack = { base = ARGV[i + 1], p = ARGV[i + 2], g = ARGV[i + 3], txn = ARGV[i + 4], lease = ARGV[i + 5],
+    status = ARGV[i + 6], count = tonumber(ARGV[i + 7]), err = ARGV[i + 8], release = ARGV[i + 9] == '1' }
+end
+local now = now_ms()
+local function fail(message) return cjson.encode({ ok = false, error = message }) end
+
+-- Check phase ------------------------------------------------------------------------------
+local ack_id
+if ack then
+  local d = redis.call('HGET', ack.base .. 'd:' .. ack.p, ack.txn)
+  if not d then return fail('Message not found') end
+  ack_id = string.match(d, '^(%S+)')
+  if ack.lease ~= '' then
+    local st = redis.call('HMGET', ckey(ack.base, ack.p, ack.g), 'lease', 'exp', 'upto')
+    if st[1] ~= ack.lease or tonumber(st[2] or '0') <= now then return fail('Invalid or expired lease') end
+    if id_cmp(ack_id, st[3]) > 0 then return fail('Message is not part of the lease') end
+  end
+  if id_cmp(ack_id, position(ack.base, ack.p, ack.g)) <= 0
+    or redis.call('SISMEMBER', ack.base .. 'a:' .. ack.p .. ':' .. ack.g, ack_id) == 1 then
+    return fail('Message already acknowledged')
+  end
+end
+
+-- The shard after the ops: rows and bytes (key + value) against the bounds.
+local shard_key = qbase .. 's:' .. shard
+local function row_bytes(key, stored)
+  if not stored then return 0, false end
+  return #key + #stored - (string.find(stored, ' ', 1, true) or 0), true
+end
+local final = {}
+local rows = redis.call('HLEN', shard_key)
+local bytes = tonumber(redis.call('HGET', qbase .. 'b', shard) or '0')
+local rows_before, bytes_before = rows, bytes
+for _, op in ipairs(ops) do
+  local known = final[op.key]
+  local size, present
+  if known then
+    size, present = known.size, known.present
+  else
+    size, present = row_bytes(op.key, redis.call('HGET', shard_key, op.key))
+  end
+  if present then rows = rows - 1; bytes = bytes - size end
+  if op.kind == 'u' then
+    final[op.key] = { size = #op.key + #op.value, present = true }
+    rows = rows + 1; bytes = bytes + #op.key + #op.value
+  else
+    final[op.key] = { size = 0, present = false }
+  end
+end
+if rows > rows_before and rows > max_rows then
+  return fail('state shard is full: ' .. rows .. ' rows (max ' .. max_rows .. ')')
+end
+if bytes > bytes_before and bytes > max_bytes then
+  return fail('state shard is full: ' .. bytes .. ' bytes (max ' .. max_bytes .. ')')
+end
+
+local configs = {}
+local function config_of(base)
+  if not configs[base] then configs[base] = queue_config(base) end
+  return configs[base]
+end
+local fresh, seen = {}, {}
+for _, push in ipairs(pushes) do
+  local key = push.base .. push.item[1] .. '\n' .. push.item[3]
+  if not seen[key] and not redis.call('HGET', push.base .. 'd:' .. push.item[1], push.item[3]) then
+    seen[key] = true
+    fresh[push.base] = (fresh[push.base] or 0) + 1
+  end
+end
+for base, count in pairs(fresh) do
+  local cfg = config_of(base)
+  if cfg.maxSize > 0 then
+    local size = tonumber(redis.call('HGET', base .. 'stats', 'size') or '0')
+    if size + count > cfg.maxSize then return fail('Queue is full (maxSize ' .. cfg.maxSize .. ')') end
+  end
+end
+
+-- Apply phase ------------------------------------------------------------------------------
+local stamp = fmt(now) .. ' '
+for _, op in ipairs(ops) do
+  if op.kind == 'u' then
+    redis.call('HSET', shard_key, op.key, stamp .. op.value)
+  else
+    redis.call('HDEL', shard_key, op.key)
+  end
+end
+if #ops > 0 then
+  if rows > 0 then
+    redis.call('SADD', qbase .. 'shards', shard)
+    redis.call('HSET', qbase .. 'b', shard, fmt(bytes))
+  else
+    redis.call('SREM', qbase .. 'shards', shard)
+    redis.call('HDEL', qbase .. 'b', shard)
+  end
+  redis.call('HINCRBY', sbase .. 'stats', 'r:' .. query_id, rows - rows_before)
+  redis.call('HINCRBY', sbase .. 'stats', 'b:' .. query_id, bytes - bytes_before)
+end
+
+-- One push_items call per sink queue (its dedup reads and group lookups batched), in the
+-- items' order within each queue.
+local pushed, by_base, bases = {}, {}, {}
+for index, push in ipairs(pushes) do
+  local list = by_base[push.base]
+  if not list then
+    list = {}
+    by_base[push.base] = list
+    bases[#bases + 1] = push.base
+  end
+  list[#list + 1] = index
+end
+for _, base in ipairs(bases) do
+  local list, items = by_base[base], {}
+  for j, index in ipairs(list) do items[j] = pushes[index].item end
+  local first = pushes[list[1]]
+  local results = push_items(base, items, config_of(base), now, first.namespace, first.task)
+  for j, index in ipairs(list) do
+    local push = pushes[index]
+    pushed[index] = { queue = push.queue, partitionId = push.item[2], transactionId = push.item[3],
+      queued = results[j][1], messageId = results[j][2] }
+  end
+end
+
+local ack_result = false
+if ack then
+  local cfg = config_of(ack.base)
+  local base, p, g = ack.base, ack.p, ack.g
+  local st = redis.call('HMGET', ckey(base, p, g), 'lease', 'exp', 'upto', 'n')
+  local held = st[1] and tonumber(st[2] or '0') > now
+  local rset = base .. 'r:' .. p .. ':' .. g
+  local dlq = 0
+  local count = ack.count
+  if ack.status == 'failed' or ack.status == 'dlq' then
+    if cfg.deadLetterQueue then
+      dead_letter(base, p, g, ack_id, ack.err,
+        tonumber(redis.call('HGET', base .. 'rc:' .. p .. ':' .. g, ack_id) or '0'), now)
+    end
+    dlq = 1
+    count = 0
+  end
+  -- The cursor moves to the acked message: everything up to it is consumed by the group.
+  for _, e in ipairs(redis.call('XRANGE', base .. 's:' .. p, '(' .. position(base, p, g), ack_id)) do
+    resolve(base, p, g, e[1])
+    if held and id_cmp(e[1], st[3]) <= 0 then redis.call('SADD', rset, e[1]) end
+  end
+  local released = 0
+  if held and ((ack.lease ~= '' and ack.release) or dlq == 1
+      or redis.call('SCARD', rset) >= tonumber(st[4] or '0')) then
+    release_lease(base, p, g, st[1])
+    released = 1
+  end
+  advance(base, p, g)
+  if released == 1 or not st[1] then reschedule(base, p, g, now) end
+  schedule_trim(base, p, now + cfg.completedRetentionSeconds * 1000)
+  ack_result = { count = count, released = released, dlq = dlq }
+end
+
+local answer = cjson.encode({ ok = true, applied = #ops, pushes = pushed, ack = ack_result })
+redis.call('SET', memo_key, answer, 'EX', memory)
+return answer
