@@ -1,4 +1,4 @@
-import { boolean, duration, enumOf, integer, list, string } from '@herald/config';
+import { boolean, duration, enumOf, hexBytes, hexBytesList, integer, list, string } from '@herald/config';
 import { httpSettings } from '@herald/http';
 import { brokerAuthSettings } from './auth.js';
 
@@ -18,6 +18,13 @@ export const brokerSpec = {
   BROKER_STATS_INTERVAL: duration({ default: 5000, min: 50 }),
   /** Queues with their own `queue` label in /metrics; the rest share `queue="__other__"`. */
   BROKER_METRICS_MAX_QUEUES: integer({ default: 1000, min: 0, max: 100_000 }),
+  /**
+   * AES-256 key (64 hex characters, Queen's variable and format) for queues with
+   * `encryptionEnabled`; unset: such queues are refused (docs/broker.md "Payload encryption").
+   */
+  QUEEN_ENCRYPTION_KEY: hexBytes(32),
+  /** Retired keys, still accepted for decryption after a rotation (comma-separated). */
+  QUEEN_ENCRYPTION_OLD_KEYS: hexBytesList(32),
   ...brokerAuthSettings,
 } as const;
 

@@ -82,10 +82,18 @@ export async function pop(
     }
     if ((await storage.flags()).popMaintenanceMode) return undefined;
     const request = { ...options.request, leaseId: newId() };
-    const result = await storage.pop(request);
-    if (count(result) > 0) {
+    const stored = await storage.pop(request);
+    if (count(stored) > 0) {
+      let result: PopResult;
+      try {
+        result = context.encryption.openPop(stored);
+      } catch (error) {
+        // Given back uncounted: a node without the key must not walk messages to the DLQ.
+        await storage.release(stored, request.group);
+        throw error;
+      }
       if (signal.aborted) {
-        await storage.release(result, request.group);
+        await storage.release(stored, request.group);
         return undefined;
       }
       if (options.autoAck) {
@@ -111,9 +119,9 @@ export async function pop(
       return result;
     }
     // Nothing for this pop, yet work is ready now (on a partition it does not wait for, say).
-    if (result.nextReadyAt > 0 && result.nextReadyAt <= Date.now()) passOn();
+    if (stored.nextReadyAt > 0 && stored.nextReadyAt <= Date.now()) passOn();
     if (!options.wait || Date.now() >= deadline || longPoll.isClosed) return undefined;
-    const woke = await longPoll.wait(queue, group, result.nextReadyAt, deadline, signal, tried);
+    const woke = await longPoll.wait(queue, group, stored.nextReadyAt, deadline, signal, tried);
     tried = woke.epoch;
     notified = woke.reason === 'notified';
   }

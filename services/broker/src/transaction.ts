@@ -3,7 +3,7 @@ import type { BrokerContext } from './context.js';
 import { invalidRequest, maintenanceMode } from './errors.js';
 import { newId } from './identifiers.js';
 import { parsePushItem } from './push.js';
-import type { TransactionOperation, TransactionOperationResult } from './storage.js';
+import type { PushItem, TransactionOperation, TransactionOperationResult } from './storage.js';
 import { isObject, LIMITS, list } from './validation.js';
 
 /**
@@ -58,7 +58,14 @@ export async function runTransaction(
   if (operations.some((op) => op.type === 'push') && (await context.storage.flags()).maintenanceMode) {
     throw maintenanceMode();
   }
-  const outcome = await context.storage.transaction(operations);
+  const sealed = await context.encryption.sealItems(
+    operations.flatMap((op) => (op.type === 'push' ? [op.item] : [])),
+  );
+  let next = 0;
+  const stored = operations.map((op) =>
+    op.type === 'push' ? { type: 'push' as const, item: sealed[next++] as PushItem } : op,
+  );
+  const outcome = await context.storage.transaction(stored);
   if (!outcome.success) {
     context.metrics.transactions.inc({ result: 'rejected' });
     const where = outcome.failedIndex >= 0 ? ` (operation ${outcome.failedIndex})` : '';

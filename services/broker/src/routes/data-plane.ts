@@ -30,10 +30,6 @@ function parseQueueOptions(raw: unknown): Partial<QueueOptions> {
   return options as Partial<QueueOptions>;
 }
 
-/** docs/broker.md "Queue options": the one option Queen applies that Herald does not. */
-const NOT_ENCRYPTED =
-  'encryptionEnabled is stored but payloads are not encrypted by Herald (docs/broker.md, Queue options)';
-
 /**
  * The hot routes log at warn and above only: at thousands of requests per second fastify's two
  * info lines per request cost ~5% of push throughput (batch 100, more at batch 1), and
@@ -55,18 +51,16 @@ export function registerDataPlaneRoutes(app: FastifyInstance, context: BrokerCon
       task: optionalString(body.task, 'task') ?? derived.task,
     };
     const options = parseQueueOptions(body.options);
+    context.encryption.checkConfigure(queue, options.encryptionEnabled);
     const info = await context.storage.configure(queue, options, names);
-    const answer = {
+    context.encryption.remember(queue, info.options.encryptionEnabled);
+    return {
       configured: true,
       queue,
       namespace: info.namespace,
       task: info.task,
       options: info.options,
     };
-    // Accepted for Queen's clients, but not applied: said in the answer, not silently ignored.
-    if (options.encryptionEnabled !== true) return answer;
-    request.log.warn({ queue }, NOT_ENCRYPTED);
-    return { ...answer, warnings: [NOT_ENCRYPTED] };
   });
 
   app.post('/api/v1/push', HOT_WRITE_ONLY, async (request, reply) => {
