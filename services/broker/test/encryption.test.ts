@@ -241,6 +241,9 @@ for (const backend of BACKENDS) {
       const cipher = sealedFor(KEY);
       const sealed = cipher.seal('queue-a', '"x"');
       assert.equal(cipher.openText('queue-a', sealed), '"x"');
+      const twice = JSON.parse(cipher.seal('queue-a', '"x"'));
+      assert.notEqual(twice.iv, JSON.parse(sealed).iv, 'a fresh IV per message');
+      assert.notEqual(twice.ct, JSON.parse(sealed).ct);
       assert.throws(() => cipher.openText('queue-b', sealed), /authentication failed/);
       const envelope = JSON.parse(sealed);
       envelope.ct = Buffer.from('"y"').toString('base64');
