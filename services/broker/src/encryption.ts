@@ -64,8 +64,9 @@ export function refuseEnvelopeShape(payload: unknown, where: string): void {
   }
 }
 
+/** The parsed form of `MARKER_TEXT`: the marker is the first member, as in the stored text. */
 function isEnvelopeValue(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && Object.hasOwn(value, MARKER);
+  return typeof value === 'object' && value !== null && Object.keys(value)[0] === MARKER;
 }
 
 /** IVs drawn from the CSPRNG 1,024 at a time: one call per message cost ~3 µs of a ~12 µs seal. */

@@ -94,6 +94,38 @@ for (const backend of BACKENDS) {
       );
     });
 
+    test('awkward payloads come back from an encrypted queue exactly as from a clear one', async () => {
+      const payloads: unknown[] = [
+        null,
+        0,
+        -1.5e-300,
+        2 ** 53,
+        true,
+        '',
+        'é — 漢字 — 🙂',
+        '\ud800 lone surrogate',
+        '{"$herald.enc":1}',
+        [],
+        [{ '$herald.enc': 1 }],
+        { a: { b: { c: [1, [2, [3]]] } } },
+        { '0': 'integer-like key first', z: 1 },
+        'x'.repeat(100_000),
+      ];
+      const sealed = queueName('enc-awkward');
+      const clear = queueName('clear-awkward');
+      await api.configure(sealed, { encryptionEnabled: true });
+      const items = (queue: string) => payloads.map((payload) => ({ queue, payload }));
+      assert.equal((await api.push(items(sealed))).status, 201);
+      assert.equal((await api.push(items(clear))).status, 201);
+      const data = async (queue: string) =>
+        (await api.pop(queue, `batch=${payloads.length}&autoAck=true`)).body.messages.map(
+          (m: { data: unknown }) => m.data,
+        );
+      const fromClear = await data(clear);
+      assert.equal(fromClear.length, payloads.length);
+      assert.deepEqual(await data(sealed), fromClear);
+    });
+
     test('autoAck pops and batches of several messages come back in clear and in order', async () => {
       const queue = queueName('enc-batch');
       await api.configure(queue, { encryptionEnabled: true });
