@@ -1,6 +1,6 @@
 import { createCipheriv, createDecipheriv, createHash, randomFillSync } from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
-import { BrokerError, invalidRequest } from './errors.js';
+import { BrokerError, ENCRYPTION_CHANGED, invalidRequest } from './errors.js';
 import type { BrokerStorage, MessageView, PopResult, PushItem } from './storage.js';
 
 /**
@@ -26,8 +26,9 @@ const TAG_BYTES = 16;
 
 /**
  * How long a node trusts what it last read of a queue's `encryptionEnabled` before reading it
- * again. A configure answered by this node takes effect on it at once; on the other nodes within
- * this time (docs/broker.md "Payload encryption").
+ * again (docs/broker.md "Payload encryption"). Only a cache: storage refuses clear payloads for a
+ * queue with the option on, whatever this node believed, so turning it on through any node takes
+ * effect at once; turning it off reaches the other nodes within this time (they seal meanwhile).
  */
 export const ENCRYPTION_FLAG_TTL_MS = 1000;
 
@@ -65,6 +66,11 @@ export function refuseEnvelopeShape(payload: unknown, where: string): void {
 }
 
 /** The parsed form of `MARKER_TEXT`: the marker is the first member, as in the stored text. */
+/** Whether a stored payload's JSON text is an envelope (the storage backends refuse clear text for encrypted queues). */
+export function isSealedText(text: string): boolean {
+  return text.startsWith(MARKER_TEXT);
+}
+
 function isEnvelopeValue(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && Object.keys(value)[0] === MARKER;
 }
@@ -198,8 +204,24 @@ export class PayloadEncryption {
     return enabled;
   }
 
+  /**
+   * Writes items with the payloads of encrypted queues sealed. Storage refuses clear payloads
+   * for a queue whose option was turned on since this node read it (through another node): then
+   * the option is read again and the write retried once (resend-safe: dedup by transactionId and
+   * messageId answers what the first attempt stored as queued).
+   */
+  async store<T>(items: PushItem[], write: (sealed: PushItem[]) => Promise<T>): Promise<T> {
+    try {
+      return await write(await this.sealItems(items));
+    } catch (error) {
+      if (!(error instanceof BrokerError) || error.code !== ENCRYPTION_CHANGED) throw error;
+      this.flags.clear();
+      return write(await this.sealItems(items));
+    }
+  }
+
   /** Items for storage: those of encrypted queues with their payload sealed (new objects). */
-  async sealItems(items: PushItem[]): Promise<PushItem[]> {
+  private async sealItems(items: PushItem[]): Promise<PushItem[]> {
     const queues = [...new Set(items.map((item) => item.queue))];
     const encrypted = new Set<string>();
     for (const queue of queues) if (await this.enabled(queue)) encrypted.add(queue);

@@ -43,7 +43,7 @@ export function parsePushBody(body: unknown, producerSub: string | undefined): P
 export async function push(context: BrokerContext, items: PushItem[]): Promise<PushResult[]> {
   if (items.length === 0) return [];
   if ((await context.storage.flags()).maintenanceMode) throw maintenanceMode();
-  const results = await context.storage.push(await context.encryption.sealItems(items));
+  const results = await context.encryption.store(items, (sealed) => context.storage.push(sealed));
   // One counter update per queue, not per item.
   const queued = new Map<string, number>();
   for (const result of results) {

@@ -58,14 +58,15 @@ export async function runTransaction(
   if (operations.some((op) => op.type === 'push') && (await context.storage.flags()).maintenanceMode) {
     throw maintenanceMode();
   }
-  const sealed = await context.encryption.sealItems(
-    operations.flatMap((op) => (op.type === 'push' ? [op.item] : [])),
-  );
-  let next = 0;
-  const stored = operations.map((op) =>
-    op.type === 'push' ? { type: 'push' as const, item: sealed[next++] as PushItem } : op,
-  );
-  const outcome = await context.storage.transaction(stored);
+  const pushes = operations.flatMap((op) => (op.type === 'push' ? [op.item] : []));
+  const outcome = await context.encryption.store(pushes, (sealed) => {
+    let next = 0;
+    return context.storage.transaction(
+      operations.map((op) =>
+        op.type === 'push' ? { type: 'push' as const, item: sealed[next++] as PushItem } : op,
+      ),
+    );
+  });
   if (!outcome.success) {
     context.metrics.transactions.inc({ result: 'rejected' });
     const where = outcome.failedIndex >= 0 ? ` (operation ${outcome.failedIndex})` : '';

@@ -210,6 +210,30 @@ for (const backend of BACKENDS) {
       );
     });
 
+    test('a push right after the option was turned on elsewhere is stored sealed (no stale clear text)', async () => {
+      const queue = queueName('enc-stale');
+      const first = await api.push([{ queue, payload: 'clear', transactionId: 'c' }]);
+      const partitionId = first.body[0].partition_id;
+      // Turned on as another node would (this node last read the option as off).
+      await broker.storage.configure(queue, { encryptionEnabled: true }, { namespace: '', task: '' });
+      const pushed = await api.push([{ queue, payload: { s: SECRET }, transactionId: 's' }]);
+      assert.equal(pushed.status, 201);
+      assert.equal(pushed.body[0].status, 'queued');
+      assert.doesNotMatch(JSON.stringify(await stored(partitionId, 's')), new RegExp(SECRET));
+      await broker.storage.configure(queue, { encryptionEnabled: false }, { namespace: '', task: '' });
+      await broker.storage.configure(queue, { encryptionEnabled: true }, { namespace: '', task: '' });
+      const txn = await api.call('POST', '/api/v1/transaction', {
+        operations: [{ type: 'push', items: [{ queue, payload: { s: SECRET }, transactionId: 't' }] }],
+      });
+      assert.equal(txn.body.success, true);
+      assert.doesNotMatch(JSON.stringify(await stored(partitionId, 't')), new RegExp(SECRET));
+      const popped = await api.pop(queue, 'batch=3');
+      assert.deepEqual(
+        popped.body.messages.map((m: { data: unknown }) => m.data),
+        ['clear', { s: SECRET }, { s: SECRET }],
+      );
+    });
+
     test('a payload posing as an envelope is refused with 400', async () => {
       const queue = queueName('enc-pose');
       const posed = await api.push([
@@ -316,6 +340,30 @@ for (const backend of BACKENDS) {
     });
   });
 }
+
+describe('payload encryption across two nodes (Redis)', () => {
+  test('turned on through one node, the next push through the other is sealed', async () => {
+    const prefix = uniquePrefix('encryption-nodes');
+    const [a, b] = await Promise.all(
+      [0, 1].map(() => startTestBroker('redis', { QUEEN_ENCRYPTION_KEY: KEY, BROKER_KEY_PREFIX: prefix })),
+    );
+    try {
+      const queue = queueName('enc-nodes');
+      const viaB = client((b as Broker).url);
+      const first = await viaB.push([{ queue, payload: 'clear' }]);
+      assert.equal(
+        (await client((a as Broker).url).configure(queue, { encryptionEnabled: true })).status,
+        200,
+      );
+      const pushed = await viaB.push([{ queue, payload: { s: SECRET }, transactionId: 's' }]);
+      assert.equal(pushed.status, 201);
+      const raw = await (a as Broker).storage.getMessage(first.body[0].partition_id, 's');
+      assert.doesNotMatch(JSON.stringify(raw?.data), new RegExp(SECRET));
+    } finally {
+      await Promise.all([a?.close(), b?.close()]);
+    }
+  });
+});
 
 describe('stored bytes in Redis', () => {
   test('an encrypted queue leaves no clear payload in any key; a clear queue does (the check can fail)', async () => {
