@@ -43,7 +43,7 @@ export const encryptionKeyMissing = (queue: string) =>
   new BrokerError(
     'HERALD_BROKER_ENCRYPTION_KEY_MISSING',
     409,
-    `Queue '${queue}' has encryptionEnabled but this broker has no key (QUEEN_ENCRYPTION_KEY): refused rather than stored in clear`,
+    `Queue '${queue}': encryptionEnabled needs a key and this broker has none (QUEEN_ENCRYPTION_KEY): refused rather than stored in clear`,
   );
 
 /** Not the client's doing: the key was removed from the node, or the stored bytes were altered. */
