@@ -237,10 +237,35 @@ test('existingSecret: no Secret rendered, every key read from the named Secrets'
   assert.equal(envOf(broker).has('JWT_PUBLIC_KEY'), false, 'secretKeys.publicKey "" skips the variable');
   assert.equal(envOf(broker).get('JWT_ENABLED')?.value, 'true');
   assert.equal(envOf(broker).get('JWT_ALGORITHM')?.value, 'auto');
+  assert.deepEqual(secretRef(broker, 'QUEEN_ENCRYPTION_KEY'), {
+    name: 'payload-keys',
+    key: 'encryption-key',
+  });
 
   const both = templateChart({ valuesFiles: [ciValues.existingSecret], set: ['hub.jwt.publisherJwtKey=k'] });
   assert.notEqual(both.status, 0);
   assert.match(both.stderr, /either existingSecret or the key values/);
+});
+
+test('broker payload encryption keys come from an existing Secret only, the old keys optional', () => {
+  const broker = find(defaults, 'Deployment', componentName('broker'));
+  assert.equal(envOf(broker).has('QUEEN_ENCRYPTION_KEY'), false, 'no Secret named: no key');
+  const set = ['broker.encryption.existingSecret=payload-keys'];
+  const keyed = find(render({ valuesFiles: [ciValues.default], set }), 'Deployment', componentName('broker'));
+  assert.deepEqual(secretRef(keyed, 'QUEEN_ENCRYPTION_KEY'), { name: 'payload-keys', key: 'encryption-key' });
+  assert.deepEqual(secretRef(keyed, 'QUEEN_ENCRYPTION_OLD_KEYS'), {
+    name: 'payload-keys',
+    key: 'encryption-old-keys',
+    optional: true,
+  });
+  const noOld = find(
+    render({ valuesFiles: [ciValues.default], set: [...set, 'broker.encryption.secretKeys.oldKeys='] }),
+    'Deployment',
+    componentName('broker'),
+  );
+  assert.equal(envOf(noOld).has('QUEEN_ENCRYPTION_OLD_KEYS'), false);
+  const inValues = templateChart({ valuesFiles: [ciValues.default], set: ['broker.encryption.key=00'] });
+  assert.notEqual(inValues.status, 0, 'a key in values is refused by the schema');
 });
 
 test('broker auth: the chart refuses what the broker would refuse at boot', () => {

@@ -96,5 +96,7 @@ export const serviceEnvNames = {
     'DEFAULT_BATCH_SIZE',
     'DEFAULT_TIMEOUT',
     'BROKER_METRICS_MAX_QUEUES',
+    'QUEEN_ENCRYPTION_KEY',
+    'QUEEN_ENCRYPTION_OLD_KEYS',
   ],
 } as const;

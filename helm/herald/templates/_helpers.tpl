@@ -284,4 +284,22 @@ environment variable → value when the chart creates the Secret. Returned as YA
 {{- include "herald.envVar" (list "BROKER_METRICS_MAX_QUEUES" .values.metricsMaxQueues) }}
 {{- include "herald.envVar" (list "BROKER_BODY_LIMIT_BYTES" .values.bodyLimitBytes) }}
 {{- include "herald.envVar" (list "BROKER_MAX_PAYLOAD_BYTES" .values.maxPayloadBytes) }}
+{{- with .values.encryption }}
+{{- if .existingSecret }}
+- name: QUEEN_ENCRYPTION_KEY
+  valueFrom:
+    secretKeyRef:
+      name: {{ .existingSecret }}
+      key: {{ .secretKeys.key }}
+{{- if .secretKeys.oldKeys }}
+{{- /* Optional: the Secret holds retired keys only after a rotation. */}}
+- name: QUEEN_ENCRYPTION_OLD_KEYS
+  valueFrom:
+    secretKeyRef:
+      name: {{ .existingSecret }}
+      key: {{ .secretKeys.oldKeys }}
+      optional: true
+{{- end }}
+{{- end }}
+{{- end }}
 {{- end -}}

@@ -7,9 +7,11 @@
   ARGV[4..] items, 7 entries each: partition (URI-encoded), partitionId, transactionId,
            messageId, traceId, data (JSON text), producerSub
   Returns { 'OK', {status, messageId}... } (status 1 queued, 0 duplicate) or
-  { 'FULL', size, maxSize } when maxSize would be exceeded (nothing written).
+  { 'FULL', size, maxSize } when maxSize would be exceeded, or { 'CLEAR' } when the queue has
+  encryptionEnabled and an item's payload is not sealed (nothing written either way).
   Resend-safe (shared/redis/README.md): dedup by transactionId; an item found stored under its
   own messageId (generated per request by the node) is this request's first run: 'queued'.
+  A refusal (FULL, CLEAR) writes nothing, so a resend refuses again.
 ]]
 --@include broker
 
@@ -20,6 +22,7 @@ local items = {}
 for i = 4, #ARGV, 7 do
   items[#items + 1] = { ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4], ARGV[i + 5], ARGV[i + 6] }
 end
+if clear_on_sealed_queue(base, items) then return { 'CLEAR' } end
 local results, size = push_items(base, items, cfg, now, ARGV[2], ARGV[3])
 if not results then return { 'FULL', size, cfg.maxSize } end
 return { 'OK', results }

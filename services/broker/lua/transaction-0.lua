@@ -8,9 +8,11 @@
             data, producerSub                                   (11 entries)
     'ack',  base, partition, group, transactionId, status, leaseId, error   (8 entries)
   Returns { 'OK', result... } with result { 'push', queued(1/0), messageId } or
-  { 'ack', 1, dlq(1/0), repeat(1/0) }, or { 'FAIL', index (0-based), error }.
+  { 'ack', 1, dlq(1/0), repeat(1/0) }, { 'FAIL', index (0-based), error }, or { 'CLEAR', index }
+  when a push to a queue with encryptionEnabled carries an unsealed payload (nothing written).
   Resend-safe (shared/redis/README.md): a second run finds its acks already applied (answered
-  as repeats) and its pushes stored under the same messageId (answered as queued again).
+  as repeats) and its pushes stored under the same messageId (answered as queued again); a
+  refusal (FAIL, CLEAR) comes from the check phase, before anything is written.
 ]]
 --@include broker
 
@@ -48,6 +50,7 @@ for index, op in ipairs(ops) do
     if acked[key] then return { 'FAIL', index - 1, 'Message already acknowledged' } end
     acked[key] = true
   else
+    if clear_on_sealed_queue(op.base, { op.item }) then return { 'CLEAR', index - 1 } end
     local key = op.base .. op.item[1] .. '\n' .. op.item[3]
     if not seen[key] and not redis.call('HGET', op.base .. 'd:' .. op.item[1], op.item[3]) then
       seen[key] = true

@@ -1,4 +1,4 @@
-import { boolean, duration, enumOf, integer, list, string } from '@herald/config';
+import { boolean, duration, enumOf, hexBytes, hexBytesList, integer, list, string } from '@herald/config';
 import { httpSettings } from '@herald/http';
 import { brokerAuthSettings } from './auth.js';
 
@@ -26,6 +26,13 @@ export const brokerSpec = {
   BROKER_MAX_PAYLOAD_BYTES: integer({ default: 256 * 1024 * 1024, min: 1, max: 536_870_888 }),
   /** Queues with their own `queue` label in /metrics; the rest share `queue="__other__"`. */
   BROKER_METRICS_MAX_QUEUES: integer({ default: 1000, min: 0, max: 100_000 }),
+  /**
+   * AES-256 key (64 hex characters, Queen's variable and format) for queues with
+   * `encryptionEnabled`; unset: such queues are refused (docs/broker.md "Payload encryption").
+   */
+  QUEEN_ENCRYPTION_KEY: hexBytes(32),
+  /** Retired keys, still accepted for decryption after a rotation (comma-separated). */
+  QUEEN_ENCRYPTION_OLD_KEYS: hexBytesList(32),
   ...brokerAuthSettings,
 } as const;
 

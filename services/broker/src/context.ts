@@ -1,4 +1,5 @@
 import type { FastifyBaseLogger } from 'fastify';
+import type { PayloadEncryption } from './encryption.js';
 import type { LongPoll } from './long-poll.js';
 import type { BrokerMetrics } from './metrics.js';
 import type { BrokerStorage } from './storage.js';
@@ -9,6 +10,8 @@ export interface BrokerContext {
   readonly metrics: BrokerMetrics;
   readonly longPoll: LongPoll;
   readonly log: FastifyBaseLogger;
+  /** Seals pushes to encrypted queues, opens payloads on their way out (encryption.ts). */
+  readonly encryption: PayloadEncryption;
   readonly defaultBatchSize: number;
   readonly defaultTimeout: number;
   /** BROKER_MAX_PAYLOAD_BYTES: the largest serialized payload one push item may carry. */

@@ -50,6 +50,18 @@ export function asStorageUnavailable(error: Error): BrokerError | undefined {
   return isConnectionError(error) || NOT_SERVING.test(error.message) ? storageUnavailable(error) : undefined;
 }
 
+/**
+ * The queue has had encryptionEnabled turned on since this node last read the option, and the
+ * push carried clear payloads: nothing was stored (encryption.ts re-reads the option and retries).
+ */
+export const ENCRYPTION_CHANGED = 'HERALD_BROKER_ENCRYPTION_CHANGED';
+export const encryptionChanged = (queue: string) =>
+  new BrokerError(
+    ENCRYPTION_CHANGED,
+    409,
+    `Queue '${queue}' had encryptionEnabled turned on during the push: nothing was stored, retry it`,
+  );
+
 /** Transactions spanning queues need one Lua script over several hash slots. */
 export const crossSlotTransaction = () =>
   new BrokerError(

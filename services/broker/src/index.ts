@@ -5,6 +5,7 @@ import type { FastifyInstance, FastifyServerOptions, RouteOptions } from 'fastif
 import { brokerAuthPlugin, requireDeclaredAccess } from './auth.js';
 import type { BrokerConfig } from './config.js';
 import type { BrokerContext } from './context.js';
+import { PayloadCipher, PayloadEncryption } from './encryption.js';
 import { LongPoll } from './long-poll.js';
 import { type Maintenance, startMemoryMaintenance, startRedisMaintenance } from './maintenance.js';
 import { createBrokerMetrics } from './metrics.js';
@@ -90,6 +91,11 @@ export async function startBroker(config: BrokerConfig, options: StartOptions = 
     metrics: brokerMetrics,
     longPoll,
     log: app.log,
+    encryption: new PayloadEncryption(
+      activeStorage,
+      new PayloadCipher(config.QUEEN_ENCRYPTION_KEY, config.QUEEN_ENCRYPTION_OLD_KEYS),
+      app.log,
+    ),
     defaultBatchSize: config.DEFAULT_BATCH_SIZE,
     defaultTimeout: config.DEFAULT_TIMEOUT,
     maxPayloadBytes: config.BROKER_MAX_PAYLOAD_BYTES,

@@ -85,10 +85,18 @@ export async function popOnce(
   const { storage } = context;
   if ((await storage.flags()).popMaintenanceMode) return { result: undefined, nextReadyAt: 0, paused: true };
   const leased = { ...request, leaseId: newId() };
-  const result = await storage.pop(leased);
-  if (count(result) === 0) return { result: undefined, nextReadyAt: result.nextReadyAt };
+  const stored = await storage.pop(leased);
+  if (count(stored) === 0) return { result: undefined, nextReadyAt: stored.nextReadyAt };
+  let result: PopResult;
+  try {
+    result = context.encryption.openPop(stored);
+  } catch (error) {
+    // Given back uncounted: a node without the key must not walk messages to the DLQ.
+    await storage.release(stored, leased.group);
+    throw error;
+  }
   if (signal.aborted) {
-    await storage.release(result, leased.group);
+    await storage.release(stored, leased.group);
     return { result: undefined, nextReadyAt: 0 };
   }
   if (autoAck) {

@@ -1,4 +1,5 @@
 import type { BrokerContext } from './context.js';
+import { refuseEnvelopeShape } from './encryption.js';
 import { invalidRequest, maintenanceMode } from './errors.js';
 import { newId } from './identifiers.js';
 import { DEFAULT_PARTITION, type PushItem, type PushResult } from './storage.js';
@@ -18,12 +19,9 @@ export function parsePushItem(
   const queue = name(raw.queue, `${where}.queue`);
   const partition =
     raw.partition === undefined ? DEFAULT_PARTITION : name(raw.partition, `${where}.partition`);
-  const data =
-    raw.payload === undefined
-      ? raw.data === undefined
-        ? '{}'
-        : JSON.stringify(raw.data)
-      : JSON.stringify(raw.payload);
+  const payload = raw.payload === undefined ? raw.data : raw.payload;
+  refuseEnvelopeShape(payload, where);
+  const data = payload === undefined ? '{}' : JSON.stringify(payload);
   // A UTF-16 unit is at most 3 UTF-8 bytes: most payloads pass without being measured.
   if (data.length * 3 > maxPayloadBytes && Buffer.byteLength(data) > maxPayloadBytes) {
     throw invalidRequest(`${where}.payload exceeds ${maxPayloadBytes} bytes`);
@@ -54,7 +52,7 @@ export function parsePushBody(
 export async function push(context: BrokerContext, items: PushItem[]): Promise<PushResult[]> {
   if (items.length === 0) return [];
   if ((await context.storage.flags()).maintenanceMode) throw maintenanceMode();
-  const results = await context.storage.push(items);
+  const results = await context.encryption.store(items, (sealed) => context.storage.push(sealed));
   // One counter update per queue, not per item.
   const queued = new Map<string, number>();
   for (const result of results) {

@@ -1,7 +1,8 @@
 // Over 600 lines on purpose, for now: this one class mirrors every Lua script of the Redis
 // backend, and issue #11 splits it along those scripts (ready index, push, pop, ack, leases,
 // retention, stats, dead letters, traces) together with a differential test against Redis.
-import { queueFull } from './errors.js';
+import { isSealedText } from './encryption.js';
+import { encryptionChanged, queueFull } from './errors.js';
 import { namespaceAndTask, newId, partitionIdOf } from './identifiers.js';
 import { applyQueueRetention, groupBacklog, queueDepth } from './retention-memory.js';
 import {
@@ -608,7 +609,16 @@ export class MemoryStorage implements BrokerStorage {
     };
   }
 
+  /** As the Redis scripts: a clear payload for a queue with encryptionEnabled is refused whole. */
+  private unsealedQueue(items: readonly PushItem[]): string | undefined {
+    return items.find(
+      (item) => this.queues.get(item.queue)?.options.encryptionEnabled === true && !isSealedText(item.data),
+    )?.queue;
+  }
+
   async push(items: PushItem[]): Promise<PushResult[]> {
+    const unsealed = this.unsealedQueue(items);
+    if (unsealed !== undefined) throw encryptionChanged(unsealed);
     const full = this.checkCapacity(this.countFresh(items));
     if (full) throw queueFull(full.queue, full.size, full.maxSize);
     const now = Date.now();
@@ -885,6 +895,8 @@ export class MemoryStorage implements BrokerStorage {
       acked.add(key);
     }
     const pushes = operations.flatMap((operation) => (operation.type === 'push' ? [operation.item] : []));
+    const unsealed = this.unsealedQueue(pushes);
+    if (unsealed !== undefined) throw encryptionChanged(unsealed);
     const full = this.checkCapacity(this.countFresh(pushes));
     if (full) return { success: false, error: `Queue is full (maxSize ${full.maxSize})`, failedIndex: -1 };
     const touched = new Set<string>();

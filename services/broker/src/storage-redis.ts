@@ -15,7 +15,7 @@ import {
   type ScriptSet,
 } from '@herald/redis';
 import { closeRedis } from './close.js';
-import { queueFull } from './errors.js';
+import { encryptionChanged, queueFull } from './errors.js';
 import { namespaceAndTask, newId, partitionIdOf, positionBefore, streamIdTime } from './identifiers.js';
 import { RedisRegistry } from './registry-redis.js';
 import {
@@ -282,6 +282,10 @@ export class RedisStorage implements BrokerStorage {
           args.push(...pushItemArguments(item, partitionId));
         }
         const reply = await this.run<Reply[]>('push', [`${base}cfg`], args);
+        if (reply[0] === 'CLEAR') {
+          failures.push(encryptionChanged(queue));
+          return;
+        }
         if (reply[0] === 'FULL') {
           failures.push(queueFull(queue, Number(reply[1]), Number(reply[2])));
           return;
@@ -493,6 +497,10 @@ export class RedisStorage implements BrokerStorage {
       }
     }
     const reply = await this.run<Reply[]>('transaction', [], args);
+    if (reply[0] === 'CLEAR') {
+      const refused = operations[Number(reply[1])];
+      throw encryptionChanged(refused?.type === 'push' ? refused.item.queue : '');
+    }
     if (reply[0] === 'FAIL') {
       return { success: false, failedIndex: Number(reply[1]), error: String(reply[2]) };
     }

@@ -3,7 +3,7 @@ import type { BrokerContext } from './context.js';
 import { invalidRequest, maintenanceMode } from './errors.js';
 import { newId } from './identifiers.js';
 import { parsePushItem } from './push.js';
-import type { TransactionOperation, TransactionOperationResult } from './storage.js';
+import type { PushItem, TransactionOperation, TransactionOperationResult } from './storage.js';
 import { isObject, LIMITS, list } from './validation.js';
 
 /**
@@ -62,7 +62,15 @@ export async function runTransaction(
   if (operations.some((op) => op.type === 'push') && (await context.storage.flags()).maintenanceMode) {
     throw maintenanceMode();
   }
-  const outcome = await context.storage.transaction(operations);
+  const pushes = operations.flatMap((op) => (op.type === 'push' ? [op.item] : []));
+  const outcome = await context.encryption.store(pushes, (sealed) => {
+    let next = 0;
+    return context.storage.transaction(
+      operations.map((op) =>
+        op.type === 'push' ? { type: 'push' as const, item: sealed[next++] as PushItem } : op,
+      ),
+    );
+  });
   if (!outcome.success) {
     context.metrics.transactions.inc({ result: 'rejected' });
     const where = outcome.failedIndex >= 0 ? ` (operation ${outcome.failedIndex})` : '';

@@ -18,8 +18,9 @@ let server: RedisServer;
 let broker: Broker;
 let api: ReturnType<typeof client>;
 before(async () => {
-  // Persistent: Redis comes back with its data, as after an outage. Back empty, the maintenance
-  // would rightly warn that its job schedulers were missing (test/broker/maintenance-recovery).
+  // Durable: Redis comes back with its data, so the only news is the outage itself. (Without it
+  // Redis came back empty and the recreated job schedulers were a legitimate second warning,
+  // missed only while the kill raced ahead of their creation at boot.)
   server = await RedisServer.start({ appendOnly: true });
   const stream = new Writable({
     write(chunk, _encoding, done) {
@@ -48,6 +49,8 @@ after(async () => {
 test('an outage with refused requests and failed reconnects logs one line lost, one back, no stacks', async () => {
   const queue = queueName('logged');
   assert.equal((await api.push([{ queue, payload: 1 }])).status, 201);
+  // Ready: the maintenance job schedulers exist before the outage.
+  await waitFor(async () => (await api.call('GET', '/readyz')).status === 200, { what: 'ready' });
   const before = lines.length;
 
   await server.kill();

@@ -33,6 +33,7 @@ describe('broker scripts under a lost reply (redis)', () => {
       REDIS_URL: proxy.url,
       BROKER_KEY_PREFIX: prefix,
       BROKER_LEASE_SWEEP_INTERVAL: '200',
+      QUEEN_ENCRYPTION_KEY: '33'.repeat(32),
     });
     api = client(broker.url);
   });
@@ -184,6 +185,24 @@ describe('broker scripts under a lost reply (redis)', () => {
       ['queued', 'queued'],
     );
     assert.equal((await api.pop(queue, 'batch=10')).body.messages.length, 2);
+  });
+
+  test('push refused as clear for a queue encrypted meanwhile: the resent refusal writes nothing, the sealed retry stores once', async () => {
+    const queue = queueName('resend-sealed');
+    const first = await api.push([{ queue, payload: 'clear', transactionId: 'c' }]);
+    // Turned on as another node would: this node still believes the option is off.
+    await broker.storage.configure(queue, { encryptionEnabled: true }, { namespace: '', task: '' });
+    const lost = proxy.loseNextReply(script('push'));
+    const reply = await api.push([{ queue, payload: { v: 'secret-value' }, transactionId: 's' }]);
+    await lost;
+    assert.equal(reply.status, 201, JSON.stringify(reply.body));
+    assert.equal(reply.body[0].status, 'queued');
+    const raw = await broker.storage.getMessage(first.body[0].partition_id, 's');
+    assert.doesNotMatch(JSON.stringify(raw?.data), /secret-value/);
+    assert.deepEqual(
+      (await api.pop(queue, 'batch=10')).body.messages.map((m: any) => m.data),
+      ['clear', { v: 'secret-value' }],
+    );
   });
 
   test('lease extension: the resent script still extends', async () => {

@@ -160,16 +160,6 @@ for (const backend of BACKENDS) {
       assert.equal((await statusOf(ungrouped)).pending, 0);
     });
 
-    test('configure says so when encryptionEnabled is asked for: Herald does not encrypt payloads', async () => {
-      const queue = queueName('encryption');
-      const asked = await api.configure(queue, { encryptionEnabled: true });
-      assert.equal(asked.status, 200);
-      assert.equal(asked.body.options.encryptionEnabled, true);
-      assert.match(asked.body.warnings.join('\n'), /encryptionEnabled/);
-      const plain = await api.configure(queue, { encryptionEnabled: false, priority: 5 });
-      assert.equal(plain.body.warnings, undefined);
-    });
-
     test('maxWaitTimeSeconds evicts (deletes) messages still waiting, without retentionEnabled', async () => {
       const queue = queueName('evict');
       await api.configure(queue, { maxWaitTimeSeconds: 1, maxSize: 3 });

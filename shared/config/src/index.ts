@@ -5,6 +5,8 @@ export {
   boolean,
   duration,
   enumOf,
+  hexBytes,
+  hexBytesList,
   integer,
   list,
   port,

@@ -23,6 +23,8 @@ function define<T, O extends SettingOptions<T>>(
   parseText: (text: string) => T | undefined,
   options: O | undefined,
   formatDefault: (value: T) => string = String,
+  /** Key material: a bad value is described by its length, never echoed into logs. */
+  secret = false,
 ): Setting<Value<T, O>> {
   const hasDefault = options !== undefined && 'default' in options;
   const required = options !== undefined && 'required' in options && options.required === true;
@@ -37,7 +39,10 @@ function define<T, O extends SettingOptions<T>>(
         return undefined as Value<T, O>;
       }
       const value = parseText(text);
-      if (value === undefined) throw new InvalidValue(`expected ${form}, got ${JSON.stringify(text)}`);
+      if (value === undefined) {
+        const got = secret ? `a value of ${text.length} characters` : JSON.stringify(text);
+        throw new InvalidValue(`expected ${form}, got ${got}`);
+      }
       return value as Value<T, O>;
     },
   };
@@ -114,6 +119,42 @@ export function enumOf<const V extends string, O extends SettingOptions<V>>(
         caseInsensitive ? value.toLowerCase() === text.trim().toLowerCase() : value === text.trim(),
       ),
     options,
+  );
+}
+
+function parseHex(text: string, bytes: number): Buffer | undefined {
+  const trimmed = text.trim();
+  return trimmed.length === bytes * 2 && /^[0-9a-fA-F]+$/.test(trimmed)
+    ? Buffer.from(trimmed, 'hex')
+    : undefined;
+}
+
+/** Optional key material: hexadecimal text of exactly `bytes` bytes (a 256-bit key: 64 characters). */
+export function hexBytes(bytes: number) {
+  return define<Buffer, { optional: true }>(
+    `${bytes * 2} hexadecimal characters`,
+    (text) => parseHex(text, bytes),
+    { optional: true },
+    String,
+    true,
+  );
+}
+
+/** A comma-separated list of `hexBytes` keys (empty when unset); one bad item fails it all. */
+export function hexBytesList(bytes: number) {
+  return define<Buffer[], { default: Buffer[] }>(
+    `a comma-separated list of ${bytes * 2}-hexadecimal-character keys`,
+    (text) => {
+      const keys = text
+        .split(',')
+        .map((item) => item.trim())
+        .filter((item) => item !== '')
+        .map((item) => parseHex(item, bytes));
+      return keys.every((key) => key !== undefined) ? (keys as Buffer[]) : undefined;
+    },
+    { default: [] },
+    () => 'empty',
+    true,
   );
 }
 

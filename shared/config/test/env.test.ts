@@ -7,6 +7,8 @@ import {
   ConfigError,
   duration,
   enumOf,
+  hexBytes,
+  hexBytesList,
   integer,
   list,
   parseEnv,
@@ -104,4 +106,30 @@ test('loadConfig stops the process with exit 1 and a message naming the variable
   assert.equal(result.status, 1);
   assert.match(result.stderr, /configuration error: FIXTURE_PORT: expected an integer/);
   assert.doesNotMatch(result.stdout, /bound/);
+});
+
+test('hex keys: exact length, list of keys, and a bad key is never echoed in the error', () => {
+  const keys = {
+    KEY: hexBytes(32),
+    OLD_KEYS: hexBytesList(32),
+  };
+  const good = 'ab'.repeat(32);
+  const config = parseEnv(keys, { KEY: good, OLD_KEYS: ` ${'01'.repeat(32)}, ,${'FF'.repeat(32)}` });
+  assert.deepEqual(config.KEY, Buffer.from(good, 'hex'));
+  assert.deepEqual(
+    config.OLD_KEYS.map((key) => key.toString('hex')),
+    ['01'.repeat(32), 'ff'.repeat(32)],
+  );
+  assert.deepEqual(parseEnv(keys, {}), { KEY: undefined, OLD_KEYS: [] });
+  const secretish = `${'cd'.repeat(31)}zz`;
+  for (const environment of [
+    { KEY: secretish },
+    { KEY: 'ab'.repeat(31) },
+    { OLD_KEYS: `${good},${secretish}` },
+  ]) {
+    assert.throws(
+      () => parseEnv(keys, environment),
+      (error: Error) => /64.hexadecimal/.test(error.message) && !error.message.includes('cdcd'),
+    );
+  }
 });

@@ -31,10 +31,6 @@ function parseQueueOptions(raw: unknown): Partial<QueueOptions> {
   return options as Partial<QueueOptions>;
 }
 
-/** docs/broker.md "Queue options": the one option Queen applies that Herald does not. */
-const NOT_ENCRYPTED =
-  'encryptionEnabled is stored but payloads are not encrypted by Herald (docs/broker.md, Queue options)';
-
 /** Runs a pop until it answers or its client goes away (the response socket closes first). */
 async function answerPop(
   reply: FastifyReply,
@@ -82,18 +78,16 @@ export function registerDataPlaneRoutes(app: FastifyInstance, context: BrokerCon
     const options = parseQueueOptions(body.options);
     if (queue === '')
       return { configured: true, queue, ...names, options: { ...DEFAULT_QUEUE_OPTIONS, ...options } };
+    context.encryption.checkConfigure(queue, options.encryptionEnabled);
     const info = await context.storage.configure(queue, options, names);
-    const answer = {
+    context.encryption.remember(queue, info.options.encryptionEnabled);
+    return {
       configured: true,
       queue,
       namespace: info.namespace,
       task: info.task,
       options: info.options,
     };
-    // Accepted for Queen's clients, but not applied: said in the answer, not silently ignored.
-    if (options.encryptionEnabled !== true) return answer;
-    request.log.warn({ queue }, NOT_ENCRYPTED);
-    return { ...answer, warnings: [NOT_ENCRYPTED] };
   });
 
   app.post('/api/v1/push', HOT_WRITE_ONLY, async (request, reply) => {

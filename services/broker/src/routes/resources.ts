@@ -37,7 +37,7 @@ async function requeueAll(context: BrokerContext, queue: string): Promise<number
 
 /** Read-only views (resources, messages, dead letters) and their admin/read-write deletes. */
 export function registerResourceRoutes(app: FastifyInstance, context: BrokerContext): void {
-  const { storage } = context;
+  const { storage, encryption } = context;
 
   app.get('/api/v1/resources/queues', READ_ONLY, async () => {
     const stats = await statsByQueue(context);
@@ -123,13 +123,12 @@ export function registerResourceRoutes(app: FastifyInstance, context: BrokerCont
     const messages = [];
     for (const queue of queues) {
       if (messages.length >= limit) break;
-      messages.push(
-        ...(await storage.listMessages({
-          queue,
-          limit: limit - messages.length,
-          ...(partition ? { partition } : {}),
-        })),
-      );
+      const page = await storage.listMessages({
+        queue,
+        limit: limit - messages.length,
+        ...(partition ? { partition } : {}),
+      });
+      messages.push(...page.map((message) => encryption.openView(message)));
     }
     return { messages, limit };
   });
@@ -143,7 +142,7 @@ export function registerResourceRoutes(app: FastifyInstance, context: BrokerCont
         name(request.params.transactionId, 'transactionId'),
       );
       if (!message) throw notFound('Message not found');
-      return message;
+      return encryption.openView(message);
     },
   );
 
@@ -182,7 +181,7 @@ export function registerResourceRoutes(app: FastifyInstance, context: BrokerCont
       total += page.total;
       const rest = page.messages.slice(skip);
       skip = Math.max(0, skip - page.messages.length);
-      messages.push(...rest.slice(0, limit - messages.length));
+      messages.push(...rest.slice(0, limit - messages.length).map((letter) => encryption.openView(letter)));
     }
     return { messages, total, limit, offset };
   });

@@ -54,7 +54,11 @@ export function registerStreamsRoutes(
     const input = parseCycle(request.body, request.identity?.sub, context.maxPayloadBytes);
     if (input.pushItems.length > 0 && (await context.storage.flags()).maintenanceMode)
       throw maintenanceMode();
-    const outcome = await streams.cycle(input);
+    // Sink pushes to queues with encryptionEnabled are sealed like any push (docs/broker.md,
+    // "Payload encryption").
+    const outcome = await context.encryption.store(input.pushItems, (pushItems) =>
+      streams.cycle({ ...input, pushItems }),
+    );
     if (!outcome) throw unknownQuery(input.queryId);
     const common = { query_id: input.queryId, partition_id: input.partitionId };
     if (!outcome.success) {
