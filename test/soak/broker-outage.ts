@@ -22,6 +22,8 @@ export interface OutageProbeResult {
   notRefused: string[];
   /** The slowest 503 among the probes, in milliseconds. */
   maxRefusalMs: number;
+  /** Which probe was the slowest and when it was sent (seconds into the outage). */
+  slowest: string;
   /** Probes answered 503 later than `REFUSAL_BOUND_MS`. */
   late: number;
   /** Pushes refused with 503 (each with a payload id never used again). */
@@ -51,11 +53,13 @@ function parse<T>(reply: Reply | undefined, what: string, status: number): T {
 export class OutageProbe {
   private leased: Leased | undefined;
   private stopped = false;
+  private startedAt = 0;
   private pushes = 0;
   private readonly result: OutageProbeResult = {
     probes: 0,
     notRefused: [],
     maxRefusalMs: 0,
+    slowest: 'none',
     late: 0,
     refusedPushes: 0,
     refusedPushesApplied: 0,
@@ -110,7 +114,11 @@ export class OutageProbe {
       this.result.notRefused.push(`${op} ${reply.status}`);
       return false;
     }
-    this.result.maxRefusalMs = Math.max(this.result.maxRefusalMs, reply.ms);
+    if (reply.ms > this.result.maxRefusalMs) {
+      this.result.maxRefusalMs = reply.ms;
+      const sentAt = (performance.now() - reply.ms - this.startedAt) / 1000;
+      this.result.slowest = `${op} ${reply.ms.toFixed(0)} ms, sent ${sentAt.toFixed(1)} s into the outage`;
+    }
     if (reply.ms > REFUSAL_BOUND_MS) this.result.late += 1;
     return true;
   }
@@ -127,6 +135,7 @@ export class OutageProbe {
   async during(): Promise<void> {
     const leased = this.leased;
     if (!leased) throw new Error('outage probe: prepare() first');
+    this.startedAt = performance.now();
     let node = 0;
     const loop = async (work: () => Promise<void>) => {
       while (!this.stopped) {

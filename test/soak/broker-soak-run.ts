@@ -44,15 +44,8 @@ export const BROKER_SOAK_DEFAULTS: BrokerSoakOptions = {
   pushBatch: 20,
   popBatch: 50,
   leaseTime: 5,
-  faults: [
-    'node-kill',
-    'redis-kill',
-    'node-sigterm',
-    'redis-outage',
-    'node-kill',
-    'redis-kill',
-    'node-sigterm',
-  ],
+  // Every fault twice (issue #9's acceptance).
+  faults: [...BROKER_FAULTS, ...BROKER_FAULTS],
   outageMs: 20_000,
   replyLossEveryMs: 0,
   stallMs: 120_000,
@@ -306,7 +299,10 @@ export async function runBrokerSoak(overrides: Partial<BrokerSoakOptions> = {}):
 }
 
 /** Sum of a field over the outage probes. */
-function sum(result: BrokerSoakResult, field: keyof Omit<OutageProbeResult, 'notRefused'>): number {
+function sum(
+  result: BrokerSoakResult,
+  field: keyof Omit<OutageProbeResult, 'notRefused' | 'slowest'>,
+): number {
   return result.outages.reduce((total, outage) => total + outage[field], 0);
 }
 
@@ -364,6 +360,7 @@ export function formatBrokerTable(result: BrokerSoakResult): string {
       'outage 503 max latency (probes / all clients)',
       `${maxProbeMs.toFixed(0)} ms / ${result.clientRefusals.maxMs.toFixed(0)} ms (bound ${REFUSAL_BOUND_MS} ms)`,
     ],
+    ['slowest probe per outage', result.outages.map((outage) => outage.slowest).join('; ') || 'none'],
     ['503s to soak clients during outages', result.clientRefusals.refused],
     ['refused pushes / applied', `${sum(result, 'refusedPushes')} / ${sum(result, 'refusedPushesApplied')}`],
     [
