@@ -182,10 +182,12 @@ export async function runBrokerSoak(overrides: Partial<BrokerSoakOptions> = {}):
     const outages: OutageProbeResult[] = [];
     let faultRunning = false;
     const bothReady = () => Promise.all(nodes.map((node) => node.waitReady(120_000)));
-    let nodeFaults = 0;
+    const nodeFaults = new Map<BrokerFault, number>();
     const applyFault = async (fault: BrokerFault, round: number) => {
-      // Node faults take the nodes in turn.
-      const node = nodes[fault.startsWith('node') ? nodeFaults++ % nodes.length : 0] as ServiceNode;
+      // Each kind of node fault takes the nodes in turn, so each node is killed and stopped.
+      const turn = nodeFaults.get(fault) ?? 0;
+      nodeFaults.set(fault, turn + 1);
+      const node = nodes[turn % nodes.length] as ServiceNode;
       const begun = performance.now();
       if (fault === 'node-kill') {
         await node.kill9();
