@@ -77,7 +77,7 @@ export const MAIN_QUEUE = 'soak.main';
 
 export async function runBrokerSoak(overrides: Partial<BrokerSoakOptions> = {}): Promise<BrokerSoakResult> {
   const options = { ...BROKER_SOAK_DEFAULTS, ...overrides };
-  const { log } = options;
+  const { log, ...settings } = options;
   const perPartition = Array.from(
     { length: options.partitions },
     (_, p) =>
@@ -272,7 +272,7 @@ export async function runBrokerSoak(overrides: Partial<BrokerSoakOptions> = {}):
     const dlqReply = await cluster.retrying('GET', `/api/v1/dlq?queue=${MAIN_QUEUE}`);
     const [lostNeverDelivered, lostNotAcknowledged] = ledger.unfinished();
     return {
-      options: { ...options, log: undefined } as unknown as BrokerSoakResult['options'],
+      options: settings,
       durationMs: performance.now() - started,
       faults: faultsApplied,
       pushed: ledger.acknowledgedCount,

@@ -61,7 +61,7 @@ const topicUrl = (topic: number) => `https://example.com/soak/${topic}`;
 
 export async function runHubSoak(overrides: Partial<HubSoakOptions> = {}): Promise<HubSoakResult> {
   const options = { ...HUB_SOAK_DEFAULTS, ...overrides };
-  const { log } = options;
+  const { log, ...settings } = options;
   const perTopic = Array.from(
     { length: options.topics },
     (_, t) => Math.floor(options.updates / options.topics) + (t < options.updates % options.topics ? 1 : 0),
@@ -220,7 +220,7 @@ export async function runHubSoak(overrides: Partial<HubSoakOptions> = {}): Promi
       },
     );
     return {
-      options: { ...options, log: undefined } as unknown as HubSoakResult['options'],
+      options: settings,
       durationMs: performance.now() - started,
       faults: faultsApplied,
       published: publishedCount(),
