@@ -11,6 +11,8 @@ export interface MemoryTransportOptions {
   readonly historySize: number;
   /** Milliseconds; 0 disables the age bound. */
   readonly historyTtl: number;
+  /** Milliseconds since the epoch; `Date.now` unless a test drives the clock. */
+  readonly clock?: () => number;
 }
 
 interface Entry {
@@ -35,7 +37,11 @@ export class MemoryTransport implements Transport {
   private lastPosition: Position = ORIGIN_POSITION;
   private readonly subscriptions = new Map<string, SubscriptionRecord>();
 
-  constructor(private readonly options: MemoryTransportOptions) {}
+  private readonly now: () => number;
+
+  constructor(private readonly options: MemoryTransportOptions) {
+    this.now = options.clock ?? Date.now;
+  }
 
   get lastDispatchedPosition(): Position {
     return this.lastPosition;
@@ -46,7 +52,7 @@ export class MemoryTransport implements Transport {
   }
 
   private nextPosition(): Position {
-    const now = Date.now();
+    const now = this.now();
     if (now > this.lastMs) {
       this.lastMs = now;
       this.sequence = 0;
@@ -59,12 +65,12 @@ export class MemoryTransport implements Transport {
   async publish(update: Update): Promise<Published> {
     // Same contract as the Redis backend (publish-3.lua): an id still in history is not appended
     // again, its position is returned (docs/hub.md, resent publishes).
-    this.trim(Date.now());
+    this.trim(this.now());
     const existing = this.positionById.get(update.id);
     if (existing !== undefined) return { position: existing, repeat: true };
     const position = this.nextPosition();
     const stored: StoredUpdate = { ...update, position };
-    const storedAt = Date.now();
+    const storedAt = this.now();
     this.entries.push({ update: stored, storedAt });
     this.positionById.set(update.id, position);
     this.trim(storedAt);
@@ -92,7 +98,7 @@ export class MemoryTransport implements Transport {
   }
 
   async findPosition(eventId: string): Promise<Position | undefined> {
-    this.trim(Date.now());
+    this.trim(this.now());
     return this.positionById.get(eventId);
   }
 
@@ -110,7 +116,7 @@ export class MemoryTransport implements Transport {
   }
 
   async readHistory(after: Position | undefined, upTo: Position, limit: number): Promise<StoredUpdate[]> {
-    this.trim(Date.now());
+    this.trim(this.now());
     const result: StoredUpdate[] = [];
     for (let index = this.indexAfter(after); index < this.entries.length && result.length < limit; index++) {
       const { update } = this.entries[index] as Entry;
