@@ -127,10 +127,14 @@ export class MemoryTransport implements Transport {
   }
 
   async lastEventId(): Promise<string | undefined> {
+    // Trimmed first, as every read: an entry past the age bound is no longer in history (as on
+    // Redis, whose history keys expire with it).
+    this.trim(this.now());
     return this.entries.length > this.head ? this.entries[this.entries.length - 1]?.update.id : undefined;
   }
 
   async historyLength(): Promise<number> {
+    this.trim(this.now());
     return this.entries.length - this.head;
   }
 

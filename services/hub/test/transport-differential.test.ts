@@ -31,7 +31,7 @@ import { MemoryTransport } from '../src/transport-memory.js';
 import { RedisTransport } from '../src/transport-redis.js';
 import type { Position, StoredUpdate, Update } from '../src/update.js';
 
-const SEED_COUNT = 24;
+const SEED_COUNT = 40;
 const OPERATIONS_PER_SEED = 80;
 /** The age bound of the seeds that have one: far above what a seed's steps take between expiries. */
 const HISTORY_TTL = 1000;
