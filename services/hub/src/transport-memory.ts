@@ -1,4 +1,11 @@
-import type { Published, SubscriptionRecord, Transport, UpdateListener } from './transport.js';
+import { EventEmitter } from 'node:events';
+import type {
+  Published,
+  SubscriptionRecord,
+  Transport,
+  TransportEvents,
+  UpdateListener,
+} from './transport.js';
 import {
   comparePositions,
   ORIGIN_POSITION,
@@ -27,6 +34,8 @@ interface Entry {
  */
 export class MemoryTransport implements Transport {
   readonly kind = 'memory' as const;
+  /** Never emits: one process has no fan-out path to lose. */
+  readonly events = new EventEmitter<TransportEvents>();
   private listener: UpdateListener | undefined;
   private entries: Entry[] = [];
   private head = 0;

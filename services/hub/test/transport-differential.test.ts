@@ -25,7 +25,6 @@ import { after, before, describe, test } from 'node:test';
 import { createMetrics } from '@herald/metrics';
 import { RedisServer, uniquePrefix, waitFor } from '@herald/testkit';
 import { Redis } from 'ioredis';
-import { createHubMetrics } from '../src/metrics.js';
 import type { Transport } from '../src/transport.js';
 import { MemoryTransport } from '../src/transport-memory.js';
 import { RedisTransport } from '../src/transport-redis.js';
@@ -180,7 +179,6 @@ async function redisSubject(settings: Settings): Promise<Subject> {
     prefix: uniquePrefix('hub-diff'),
     ...settings,
     metrics,
-    hubMetrics: createHubMetrics(metrics, async () => 0),
     subscriptions: false,
     subscriptionsLease: 30_000,
   });
