@@ -1,4 +1,5 @@
-import type { BearerErrorCode } from './challenge.js';
+/** RFC 6750 §3.1 error codes, carried by the errors that answer with a challenge (challenge.ts). */
+export type BearerErrorCode = 'invalid_request' | 'invalid_token' | 'insufficient_scope';
 
 /**
  * The hub's typed errors: a code and an HTTP status, mapped to the wire in one place (the error
