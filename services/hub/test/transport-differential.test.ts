@@ -33,12 +33,14 @@ import type { Position, StoredUpdate, Update } from '../src/update.js';
 const SEED_COUNT = 40;
 const OPERATIONS_PER_SEED = 80;
 /** Seeds with an age bound are shorter: their steps between expiries must stay within the bound. */
-const OPERATIONS_PER_AGED_SEED = 30;
+const OPERATIONS_PER_AGED_SEED = 24;
 /**
  * The age bound of the seeds that have one: far above what their steps take between expiries, even
  * on a loaded machine (checked at every step: see `checkNothingAged`).
  */
 const HISTORY_TTL = 2500;
+/** An aged seed expires at least this often (its steps between expiries must stay within the bound). */
+const MAX_STEPS_BETWEEN_EXPIRIES = 8;
 /** Past any position either backend hands out. */
 const END: Position = `${Number.MAX_SAFE_INTEGER}-0`;
 
@@ -93,10 +95,18 @@ function generate(seed: number): Sequence {
   const ids = Array.from({ length: historySize + 3 }, (_, index) => `urn:diff:${seed}:${index}`);
   const operations: Operation[] = [];
   let publishes = 0;
-  let expiries = 0;
   let publishedSinceExpiry = false;
   const length = historyTtl > 0 ? OPERATIONS_PER_AGED_SEED : OPERATIONS_PER_SEED;
+  /** Steps since the last expire step: kept few, so none can take the bound's time on a loaded machine. */
+  let sinceExpiry = 0;
   while (operations.length < length) {
+    if (historyTtl > 0 && publishedSinceExpiry && sinceExpiry >= MAX_STEPS_BETWEEN_EXPIRIES) {
+      operations.push({ kind: 'expire' });
+      publishedSinceExpiry = false;
+      sinceExpiry = 0;
+      continue;
+    }
+    sinceExpiry += 1;
     const roll = random();
     if (roll < 0.45) {
       const topics = [pick(TOPICS), ...(random() < 0.3 ? [pick(TOPICS)] : [])];
@@ -127,10 +137,10 @@ function generate(seed: number): Sequence {
       operations.push({ kind: 'lastEventId' });
     } else if (roll < 0.94) {
       operations.push({ kind: 'historyLength' });
-    } else if (historyTtl > 0 && expiries < 2 && publishedSinceExpiry) {
+    } else if (historyTtl > 0 && publishedSinceExpiry) {
       operations.push({ kind: 'expire' });
-      expiries += 1;
       publishedSinceExpiry = false;
+      sinceExpiry = 0;
     }
   }
   return { seed, settings: { historySize, historyTtl }, operations };
