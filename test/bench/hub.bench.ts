@@ -24,7 +24,6 @@ import { createMetrics } from '@herald/metrics';
 import { freePort, RedisServer, uniquePrefix, waitFor } from '@herald/testkit';
 import { Redis } from 'ioredis';
 import { Pool } from 'undici';
-import { createHubMetrics } from '../../services/hub/src/metrics.js';
 import { generateUpdateId } from '../../services/hub/src/publish.js';
 import { RedisTransport } from '../../services/hub/src/transport-redis.js';
 import { type HubProcess, publisherToken, spawnHub } from '../hub/support.js';
@@ -369,7 +368,6 @@ async function main(): Promise<void> {
       historySize: 10_000,
       historyTtl: 0,
       metrics,
-      hubMetrics: createHubMetrics(metrics, async () => 0),
       subscriptions: false,
       subscriptionsLease: 15_000,
     });

@@ -1,9 +1,10 @@
 import { createHash } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { HubAuthorization } from './authorization.js';
 import { forbidden, notFound, unauthorized } from './errors.js';
-import type { Hub } from './hub.js';
+import type { HubIdentity } from './identity.js';
 import type { Subscriber } from './subscriber.js';
-import type { SubscriptionRecord } from './transport.js';
+import type { SubscriptionRecord, Transport } from './transport.js';
 import type { Update } from './update.js';
 
 export const SUBSCRIPTIONS_PATH = '/.well-known/mercure/subscriptions';
@@ -14,9 +15,13 @@ export function subscriptionTopic(matchType: string, match: string, subscriber: 
   return `${SUBSCRIPTIONS_PATH}/${encodeURIComponent(matchType)}/${encodeURIComponent(match)}/${encodeURIComponent(subscriber)}`;
 }
 
-export function subscriptionRecords(hub: Hub, subscriber: Subscriber): SubscriptionRecord[] {
+/** The registry entries of one subscriber: one per matcher, with the payload its token selects. */
+export function subscriptionRecords(
+  auth: Pick<HubAuthorization, 'selectPayload'>,
+  subscriber: Pick<Subscriber, 'iri' | 'matchers' | 'principal'>,
+): SubscriptionRecord[] {
   return subscriber.matchers.map((matcher) => {
-    const payload = hub.auth.selectPayload(subscriber.principal, matcher.matchType, matcher.match);
+    const payload = auth.selectPayload(subscriber.principal, matcher.matchType, matcher.match);
     return {
       id: subscriptionTopic(matcher.matchType, matcher.match, subscriber.iri),
       matchType: matcher.matchType,
@@ -66,6 +71,13 @@ export function subscriptionEvent(id: string, record: SubscriptionRecord, active
   };
 }
 
+/** What the subscriptions API uses, and nothing else. */
+export interface SubscriptionsApiDependencies {
+  readonly auth: Pick<HubAuthorization, 'authenticate' | 'canReceive'>;
+  readonly transport: Pick<Transport, 'listSubscriptions' | 'lastEventId'>;
+  readonly identity: Pick<HubIdentity, 'absolute' | 'linkTarget'>;
+}
+
 interface SubscriptionsParams {
   matchType?: string;
   match?: string;
@@ -94,21 +106,18 @@ export function subscriptionsResourcePath({ matchType, match, subscriber }: Subs
  * fixed `http://mercure.invalid` base), never under a host the request names (docs/hub.md).
  */
 export async function handleSubscriptionsApi(
-  hub: Hub,
+  { auth, transport, identity }: SubscriptionsApiDependencies,
   request: FastifyRequest<{ Params: SubscriptionsParams }>,
   reply: FastifyReply,
 ): Promise<unknown> {
-  const principal = await hub.authenticate(request, 'subscriber');
+  const principal = await auth.authenticate(request, 'subscriber');
   if (!principal) throw unauthorized('Authentication required');
   const path = subscriptionsResourcePath(request.params);
-  if (!hub.auth.canReceive(principal, [path, hub.identity.absolute(path)]))
+  if (!auth.canReceive(principal, [path, identity.absolute(path)]))
     throw forbidden('The token does not allow this subscriptions resource');
 
   const { matchType, match, subscriber } = request.params;
-  const [records, lastEventID] = await Promise.all([
-    hub.transport.listSubscriptions(),
-    hub.transport.lastEventId(),
-  ]);
+  const [records, lastEventID] = await Promise.all([transport.listSubscriptions(), transport.lastEventId()]);
   const selected = records
     .filter(
       (record) =>
@@ -136,7 +145,7 @@ export async function handleSubscriptionsApi(
   const etag = `"${createHash('sha1').update(body).digest('base64url')}"`;
   reply.header('content-type', 'application/ld+json');
   reply.header('etag', etag);
-  reply.header('link', `<${hub.identity.linkTarget}>; rel="mercure"`);
+  reply.header('link', `<${identity.linkTarget}>; rel="mercure"`);
   if (request.headers['if-none-match'] === etag) return reply.code(304).send();
   return reply.send(body);
 }

@@ -5,25 +5,16 @@ import {
   compileTopicSelector,
   createMercureAuthenticator,
   type MercureAuthenticator,
-  type MercureClaims,
   selectPayload,
-  type TokenSource,
   type TopicSelector,
   transportFactsOf,
 } from '@herald/auth';
 import type { FastifyBaseLogger, FastifyRequest } from 'fastify';
 import type { HubConfig } from './config.js';
+import type { Principal } from './principal.js';
 import { queryParameters } from './query.js';
 
 export type TokenRole = 'publisher' | 'subscriber';
-
-/** A verified token: its Mercure claims, where it came from, when it expires. */
-export interface Principal {
-  readonly claims: MercureClaims;
-  readonly tokenSource: TokenSource;
-  /** Milliseconds since the epoch; undefined for a token without `exp`. */
-  readonly expiresAt: number | undefined;
-}
 
 /**
  * The hub's seam onto `@herald/auth` (auth.md, hub profile): token sources and the HTTPS rule,

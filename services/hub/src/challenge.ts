@@ -1,8 +1,5 @@
 import { AuthError } from '@herald/auth';
-import { HubError } from './errors.js';
-
-/** RFC 6750 §3.1 error codes. */
-export type BearerErrorCode = 'invalid_request' | 'invalid_token' | 'insufficient_scope';
+import { type BearerErrorCode, HubError } from './errors.js';
 
 /**
  * What `WWW-Authenticate: Bearer` challenge an error answers with (Mercure draft, "Error

@@ -1,4 +1,5 @@
-import type { BearerErrorCode } from './challenge.js';
+/** RFC 6750 §3.1 error codes, carried by the errors that answer with a challenge (challenge.ts). */
+export type BearerErrorCode = 'invalid_request' | 'invalid_token' | 'insufficient_scope';
 
 /**
  * The hub's typed errors: a code and an HTTP status, mapped to the wire in one place (the error
@@ -60,3 +61,18 @@ export const draining = () =>
 export const backendUnavailable = () =>
   new HubError('HUB_ERR_BACKEND_UNAVAILABLE', 503, 'The update backend is unavailable; retry later');
 export const notFound = () => new HubError('HUB_ERR_NOT_FOUND', 404, 'Not Found');
+
+/**
+ * The transport could not do what was asked (Redis unreachable, no reply in time): the outcome of
+ * a publish is then "not done, retry" (docs/hub.md, resent publishes). Not an HTTP error: the
+ * edge maps it (`asHubError`), and its message, which may name internals, stays in the logs.
+ */
+export class TransportUnavailableError extends Error {
+  override readonly name = 'TransportUnavailableError';
+  readonly code = 'HUB_TRANSPORT_UNAVAILABLE';
+}
+
+/** The HTTP form of an error a handler let through: transport failures become 503s. */
+export function asHubError(error: Error): Error {
+  return error instanceof TransportUnavailableError ? backendUnavailable() : error;
+}

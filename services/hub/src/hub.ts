@@ -1,27 +1,37 @@
 import { randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
-import type { ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createServerKit, type Lifecycle, type ServerKit } from '@herald/http';
 import { createMetrics, type Metrics } from '@herald/metrics';
-import type { FastifyInstance, FastifyRequest, FastifyServerOptions } from 'fastify';
+import { replyWithin } from '@herald/redis';
+import type { FastifyInstance, FastifyServerOptions } from 'fastify';
 import {
   handleSubscriptionsApi,
   SUBSCRIPTIONS_PATH,
   subscriptionEvent,
   subscriptionRecords,
 } from './active-subscriptions.js';
-import { HubAuthorization, type Principal, type TokenRole } from './authorization.js';
+import { HubAuthorization } from './authorization.js';
 import { bearerChallenge, bearerErrorOf } from './challenge.js';
 import { corsCredentials, type HubConfig } from './config.js';
 import { registerCors } from './cors.js';
-import { HubError } from './errors.js';
+import { asHubError, HubError } from './errors.js';
 import { HUB_PATH, HubIdentity, RESOURCE_METADATA_PATH } from './identity.js';
 import { createHubMetrics, type HubMetrics } from './metrics.js';
-import { authorizePublisher, handlePublish, PUBLISH_BODY_LIMIT } from './publish.js';
+import {
+  authorizePublisher,
+  handlePublish,
+  PUBLISH_BODY_LIMIT,
+  type PublishDependencies,
+} from './publish.js';
 import { handleResourceMetadata } from './resource-metadata.js';
-import { handleSubscribe } from './subscribe.js';
-import { type CloseReason, Subscriber, type TopicMatcher } from './subscriber.js';
+import {
+  handleSubscribe,
+  type RegisterOptions,
+  type SubscribeDependencies,
+  type SubscriberRegistry,
+} from './subscribe.js';
+import { type CloseReason, Subscriber } from './subscriber.js';
 import { SubscriberIndex } from './subscriptions.js';
 import type { SubscriptionRecord, Transport } from './transport.js';
 import { MemoryTransport } from './transport-memory.js';
@@ -42,16 +52,11 @@ export interface HubOptions {
   readonly probeTimeout?: number;
 }
 
-interface RegisterOptions {
-  readonly iri: string;
-  readonly matchers: readonly TopicMatcher[];
-  readonly principal: Principal | undefined;
-  readonly response: ServerResponse;
-  readonly replay: boolean;
-}
+/** Bound on publishing the subscription announcements still in flight at stop. */
+const ANNOUNCEMENTS_STOP_TIMEOUT = 2000;
 
 /** One hub node: the local subscribers, the backend, and the decisions between them. */
-export class Hub {
+export class Hub implements SubscriberRegistry {
   readonly index = new SubscriberIndex();
   /** `subscriber-closed` ({ iri, reason }): lets tests and embedders observe disconnects. */
   readonly events = new EventEmitter();
@@ -84,7 +89,6 @@ export class Hub {
           historySize: config.MERCURE_HISTORY_SIZE,
           historyTtl: config.MERCURE_HISTORY_TTL,
           metrics: sharedMetrics,
-          hubMetrics: this.metrics,
           subscriptions: config.MERCURE_SUBSCRIPTIONS,
           subscriptionsLease: config.MERCURE_SUBSCRIPTIONS_LEASE,
           log,
@@ -95,6 +99,11 @@ export class Hub {
           historySize: config.MERCURE_HISTORY_SIZE,
           historyTtl: config.MERCURE_HISTORY_TTL,
         });
+    // The transport reports its health; the metrics are the hub's.
+    this.transport.events.on('fanout-reconnected', () => this.metrics.pubsubReconnects.inc());
+    this.transport.events.on('fanout-verified', (verified) =>
+      this.metrics.pubsubProbeOk.set(verified ? 1 : 0),
+    );
   }
 
   get isDraining(): boolean {
@@ -137,15 +146,28 @@ export class Hub {
     }
   }
 
-  /**
-   * The request's principal, or undefined when it carries no token. A token over plain HTTP is
-   * refused before it is evaluated; an invalid token is always an error (no silent downgrade).
-   */
-  authenticate(request: FastifyRequest, role: TokenRole): Promise<Principal | undefined> {
-    return this.auth.authenticate(request, role);
+  /** What the subscribe route uses of this node. */
+  get subscribeDependencies(): SubscribeDependencies {
+    return {
+      auth: this.auth,
+      transport: this.transport,
+      subscribers: this,
+      anonymousAllowed: this.anonymousAllowed,
+      legacyClaims: this.config.MERCURE_LEGACY_CLAIMS,
+      onReplayed: (count) => this.metrics.deliveriesTotal.inc(count),
+    };
   }
 
-  registerSubscriber(options: RegisterOptions): Subscriber {
+  /** What the publish route uses of this node. */
+  get publishDependencies(): PublishDependencies {
+    return {
+      auth: this.auth,
+      publishOrigins: this.config.MERCURE_PUBLISH_ORIGINS,
+      publish: (update) => this.publish(update),
+    };
+  }
+
+  register(options: RegisterOptions): Subscriber {
     const config = this.config;
     const subscriber = new Subscriber({
       iri: options.iri,
@@ -198,7 +220,7 @@ export class Hub {
   }
 
   private async announceSubscriber(subscriber: Subscriber, active: boolean): Promise<void> {
-    const records = subscriptionRecords(this, subscriber);
+    const records = subscriptionRecords(this.auth, subscriber);
     try {
       if (active) await this.transport.addSubscriptions(records);
       else await this.transport.removeSubscriptions(records.map((record) => record.id));
@@ -263,12 +285,11 @@ export class Hub {
   async stop(): Promise<void> {
     clearInterval(this.heartbeatTimer);
     // Bounded: with Redis unreachable these would wait in the offline queue forever.
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([
+    await replyWithin(
       Promise.allSettled([...this.pendingAnnouncements]),
-      new Promise((resolve) => (timer = setTimeout(resolve, 2000))),
-    ]);
-    clearTimeout(timer);
+      ANNOUNCEMENTS_STOP_TIMEOUT,
+      'subscription announcements',
+    ).catch(() => undefined);
     await this.transport.stop();
     this.auth.close();
   }
@@ -301,7 +322,8 @@ export function createHub(options: HubOptions): HubServer {
   const hub = new Hub(config, metrics, app, options);
 
   app.setErrorHandler(
-    (error: Error & { statusCode?: number; status?: number; reason?: string }, request, reply) => {
+    (thrown: Error & { statusCode?: number; status?: number; reason?: string }, request, reply) => {
+      const error: Error & { statusCode?: number; status?: number } = asHubError(thrown);
       const status = error instanceof HubError ? error.status : (error.statusCode ?? error.status ?? 500);
       // AuthErrors are counted by the authenticator's onFailure; these are the hub's own refusals.
       if (error instanceof HubError && error.authReason)
@@ -327,15 +349,18 @@ export function createHub(options: HubOptions): HubServer {
     { parseAs: 'string', bodyLimit: PUBLISH_BODY_LIMIT },
     (_request, body, done) => done(null, body),
   );
-  app.get(HUB_PATH, (request, reply) => handleSubscribe(hub, request, reply));
-  app.get(RESOURCE_METADATA_PATH, (_request, reply) => handleResourceMetadata(hub, reply));
-  app.post(HUB_PATH, { onRequest: (request) => authorizePublisher(hub, request) }, (request, reply) =>
-    handlePublish(hub, request, reply),
+  const subscribe = hub.subscribeDependencies;
+  const publish = hub.publishDependencies;
+  app.get(HUB_PATH, (request, reply) => handleSubscribe(subscribe, request, reply));
+  app.get(RESOURCE_METADATA_PATH, (_request, reply) => handleResourceMetadata(hub.identity, config, reply));
+  app.post(HUB_PATH, { onRequest: (request) => authorizePublisher(publish, request) }, (request, reply) =>
+    handlePublish(publish, request, reply),
   );
   if (config.MERCURE_SUBSCRIPTIONS) {
+    const subscriptions = { auth: hub.auth, transport: hub.transport, identity: hub.identity };
     for (const suffix of ['', '/:matchType', '/:matchType/:match', '/:matchType/:match/:subscriber']) {
       app.get(`${SUBSCRIPTIONS_PATH}${suffix}`, (request, reply) =>
-        handleSubscriptionsApi(hub, request as Parameters<typeof handleSubscriptionsApi>[1], reply),
+        handleSubscriptionsApi(subscriptions, request as Parameters<typeof handleSubscriptionsApi>[1], reply),
       );
     }
   }

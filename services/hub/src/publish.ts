@@ -1,8 +1,8 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { v7 as uuidv7 } from 'uuid';
-import type { Principal } from './authorization.js';
+import type { HubAuthorization } from './authorization.js';
 import { forbidden, invalidField, originRefused, originRequired, unauthorized } from './errors.js';
-import type { Hub } from './hub.js';
+import type { Principal } from './principal.js';
 import type { Update } from './update.js';
 
 /** Reference hub limits (hub.md, publish). */
@@ -19,16 +19,28 @@ const CONTROL_CHARACTERS = /[\u0000-\u001f\u007f-\u009f]/;
 const RESERVED_PATH = '/.well-known/mercure';
 const publishers = new WeakMap<FastifyRequest, Principal>();
 
+/** What the publish route uses, and nothing else. */
+export interface PublishDependencies {
+  readonly auth: Pick<HubAuthorization, 'authenticate' | 'hasPublishClaim' | 'mayPublish'>;
+  /** MERCURE_PUBLISH_ORIGINS: where a cookie-authenticated publish may come from. */
+  readonly publishOrigins: readonly string[];
+  /** Appends to history and fans out (the hub counts it); resolves with the update's id. */
+  readonly publish: (update: Update) => Promise<string>;
+}
+
 /**
  * onRequest: authenticate and authorize before the body is read (hub.md, publish). A request
  * authenticated by cookie must come from an allowed origin (CSRF: browsers attach cookies to
  * cross-site form posts).
  */
-export async function authorizePublisher(hub: Hub, request: FastifyRequest): Promise<void> {
-  const principal = await hub.authenticate(request, 'publisher');
+export async function authorizePublisher(
+  { auth, publishOrigins }: PublishDependencies,
+  request: FastifyRequest,
+): Promise<void> {
+  const principal = await auth.authenticate(request, 'publisher');
   if (!principal) throw unauthorized('Authentication required');
-  if (principal.tokenSource === 'cookie') checkPublishOrigin(hub.config.MERCURE_PUBLISH_ORIGINS, request);
-  if (!hub.auth.hasPublishClaim(principal)) {
+  if (principal.tokenSource === 'cookie') checkPublishOrigin(publishOrigins, request);
+  if (!auth.hasPublishClaim(principal)) {
     throw forbidden('The token does not allow publishing');
   }
   publishers.set(request, principal);
@@ -113,7 +125,7 @@ export function generateUpdateId(): string {
 
 /** POST /.well-known/mercure. */
 export async function handlePublish(
-  hub: Hub,
+  { auth, publish }: PublishDependencies,
   request: FastifyRequest,
   reply: FastifyReply,
 ): Promise<unknown> {
@@ -121,9 +133,9 @@ export async function handlePublish(
   if (!principal) throw unauthorized();
   const body = typeof request.body === 'string' ? request.body : '';
   const update = parsePublishForm(new URLSearchParams(body), generateUpdateId);
-  if (!hub.auth.mayPublish(principal, update.topics)) {
+  if (!auth.mayPublish(principal, update.topics)) {
     throw forbidden('The token does not allow publishing to every topic of this update');
   }
-  const id = await hub.publish(update);
+  const id = await publish(update);
   return reply.code(200).type('text/plain; charset=utf-8').send(id);
 }

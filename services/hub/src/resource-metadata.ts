@@ -1,6 +1,7 @@
 import { MATCHER_TYPES, MERCURE_DETAIL_TYPES } from '@herald/auth';
 import type { FastifyReply } from 'fastify';
-import type { Hub } from './hub.js';
+import type { HubConfig } from './config.js';
+import type { HubIdentity } from './identity.js';
 
 /**
  * OAuth 2.0 Protected Resource Metadata (RFC 9728) for the hub, with the Mercure draft's
@@ -21,23 +22,30 @@ export interface ResourceMetadata {
   readonly mercure_subscriptions?: true;
 }
 
-export function resourceMetadata(hub: Hub): ResourceMetadata {
+export function resourceMetadata(
+  identity: Pick<HubIdentity, 'hubUrl'>,
+  config: Pick<HubConfig, 'MERCURE_COOKIE_NAME' | 'MERCURE_SUBSCRIPTIONS'>,
+): ResourceMetadata {
   return {
     // RFC 9728 §3.3: the same identifier the metadata URL was derived from (hub URL).
-    resource: hub.identity.hubUrl,
+    resource: identity.hubUrl,
     bearer_methods_supported: ['header', 'query'],
     authorization_details_types_supported: [...MERCURE_DETAIL_TYPES],
-    mercure_cookie: hub.config.MERCURE_COOKIE_NAME,
+    mercure_cookie: config.MERCURE_COOKIE_NAME,
     // The draft names matcher types in lower case and compares them case-insensitively.
     mercure_matcher_types_supported: MATCHER_TYPES.map((type) => type.toLowerCase()),
-    ...(hub.config.MERCURE_SUBSCRIPTIONS ? { mercure_subscriptions: true as const } : {}),
+    ...(config.MERCURE_SUBSCRIPTIONS ? { mercure_subscriptions: true as const } : {}),
   };
 }
 
 /** GET /.well-known/oauth-protected-resource/.well-known/mercure. */
-export function handleResourceMetadata(hub: Hub, reply: FastifyReply): FastifyReply {
+export function handleResourceMetadata(
+  identity: Pick<HubIdentity, 'hubUrl'>,
+  config: Pick<HubConfig, 'MERCURE_COOKIE_NAME' | 'MERCURE_SUBSCRIPTIONS'>,
+  reply: FastifyReply,
+): FastifyReply {
   return reply
     .header('cache-control', 'public, max-age=3600')
     .type('application/json')
-    .send(JSON.stringify(resourceMetadata(hub)));
+    .send(JSON.stringify(resourceMetadata(identity, config)));
 }

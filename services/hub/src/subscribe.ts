@@ -1,5 +1,7 @@
 import { randomUUID } from 'node:crypto';
+import type { ServerResponse } from 'node:http';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { HubAuthorization } from './authorization.js';
 import {
   draining,
   matchersTooComplex,
@@ -9,11 +11,13 @@ import {
   unauthorized,
   unsupportedMatchType,
 } from './errors.js';
-import type { Hub } from './hub.js';
+import { replayHistory, resolveCursor } from './history-replay.js';
+import type { Principal } from './principal.js';
 import { queryParameters } from './query.js';
 import { OPENING_COMMENT, SSE_HEADERS } from './sse.js';
-import type { TopicMatcher } from './subscriber.js';
-import type { Position } from './update.js';
+import type { Subscriber } from './subscriber.js';
+import type { TopicMatcher } from './topic-matcher.js';
+import type { Transport } from './transport.js';
 
 /** Reference hub limits (hub.md, subscribe). */
 export const MAX_MATCHERS = 100;
@@ -25,7 +29,36 @@ export const MAX_PATTERN_BYTES = 4096;
  * "Limits").
  */
 export const MAX_SUBSCRIPTION_PROGRAM_SIZE = 2000;
-const REPLAY_PAGE = 1000;
+
+export interface RegisterOptions {
+  readonly iri: string;
+  readonly matchers: readonly TopicMatcher[];
+  readonly principal: Principal | undefined;
+  readonly response: ServerResponse;
+  /** Snapshot the dispatch position now, and hold live updates until the replay ends. */
+  readonly replay: boolean;
+}
+
+/** This node's open streams, as the subscribe handler sees them (the hub implements it). */
+export interface SubscriberRegistry {
+  /** New subscribers are refused (503) while the node drains. */
+  readonly isDraining: boolean;
+  /** Registers a stream; synchronous, so registration and the replay snapshot happen together. */
+  register(options: RegisterOptions): Subscriber;
+}
+
+/** What the subscribe handler uses, and nothing else. */
+export interface SubscribeDependencies {
+  readonly auth: Pick<HubAuthorization, 'authenticate' | 'compileMatcher'>;
+  readonly transport: Pick<Transport, 'findPosition' | 'readHistory'>;
+  readonly subscribers: SubscriberRegistry;
+  /** MERCURE_ANONYMOUS or MERCURE_DEV. */
+  readonly anonymousAllowed: boolean;
+  /** MERCURE_LEGACY_CLAIMS: the 0.x `topic` parameter is read as a matcher. */
+  readonly legacyClaims: boolean;
+  /** Counts events written by replays (`mercure_deliveries_total`). */
+  readonly onReplayed: (count: number) => void;
+}
 
 /**
  * Query parameter names (lower-cased: names compare case-insensitively) and the matcher type each
@@ -85,10 +118,13 @@ export function parseSubscribeQuery(parameters: URLSearchParams, legacy: boolean
 }
 
 /** Compiles a subscription's matchers within the per-subscription program budget; throws 400s. */
-function compileMatchers(hub: Hub, requested: readonly MatcherRequest[]): TopicMatcher[] {
+function compileMatchers(
+  auth: Pick<HubAuthorization, 'compileMatcher'>,
+  requested: readonly MatcherRequest[],
+): TopicMatcher[] {
   let programSize = 0;
   return requested.map(({ match, matchType, legacy }) => {
-    const selector = hub.auth.compileMatcher(match, matchType, legacy);
+    const selector = auth.compileMatcher(match, matchType, legacy);
     programSize += selector.programSize;
     if (programSize > MAX_SUBSCRIPTION_PROGRAM_SIZE) throw matchersTooComplex(MAX_SUBSCRIPTION_PROGRAM_SIZE);
     return selector;
@@ -96,17 +132,22 @@ function compileMatchers(hub: Hub, requested: readonly MatcherRequest[]): TopicM
 }
 
 /** GET/HEAD /.well-known/mercure: an SSE stream (hub.md, subscribe). */
-export async function handleSubscribe(hub: Hub, request: FastifyRequest, reply: FastifyReply): Promise<void> {
-  if (hub.isDraining) throw draining();
+export async function handleSubscribe(
+  dependencies: SubscribeDependencies,
+  request: FastifyRequest,
+  reply: FastifyReply,
+): Promise<void> {
+  const { auth, transport, subscribers } = dependencies;
+  if (subscribers.isDraining) throw draining();
   // Authenticate before compiling: patterns are client input and compiling costs CPU and memory,
   // so a request without a token on a hub without anonymous access compiles nothing (issue #8:
   // six unauthenticated requests with hostile patterns crashed a hub).
-  const principal = await hub.authenticate(request, 'subscriber');
-  if (!principal && !hub.anonymousAllowed) {
+  const principal = await auth.authenticate(request, 'subscriber');
+  if (!principal && !dependencies.anonymousAllowed) {
     throw unauthorized('Authentication required');
   }
-  const query = parseSubscribeQuery(queryParameters(request.url), hub.config.MERCURE_LEGACY_CLAIMS);
-  const matchers = compileMatchers(hub, query.matchers);
+  const query = parseSubscribeQuery(queryParameters(request.url), dependencies.legacyClaims);
+  const matchers = compileMatchers(auth, query.matchers);
   const headerCursor = request.headers['last-event-id'];
   const cursor = typeof headerCursor === 'string' && headerCursor !== '' ? headerCursor : query.lastEventId;
 
@@ -127,7 +168,7 @@ export async function handleSubscribe(hub: Hub, request: FastifyRequest, reply: 
   // Registration and snapshot happen together, synchronously: every update after the snapshot
   // reaches this subscriber live (buffered until the replay is written), every one up to it comes
   // from history. No gap, no duplicate (the reference hub's replay/live race fix).
-  const subscriber = hub.registerSubscriber({
+  const subscriber = subscribers.register({
     iri: `urn:uuid:${randomUUID()}`,
     matchers,
     principal,
@@ -136,44 +177,20 @@ export async function handleSubscribe(hub: Hub, request: FastifyRequest, reply: 
   });
   request.raw.socket.setNoDelay(true);
 
-  let after: Position | undefined;
-  let precedingId: string | undefined;
-  if (cursor !== undefined) {
-    precedingId = 'earliest';
-    if (cursor !== 'earliest') {
-      try {
-        const position = await hub.transport.findPosition(cursor);
-        if (position !== undefined) {
-          after = position;
-          precedingId = cursor;
-          subscriber.skipThrough(position);
-        }
-      } catch (error) {
-        request.log.warn({ err: error }, 'history lookup failed; replaying from the earliest entry');
-      }
-    }
-    headers['last-event-id'] = precedingId;
-    headers['mercure-last-event-id'] = precedingId;
+  const start =
+    cursor === undefined ? undefined : await resolveCursor(transport, subscriber, cursor, request.log);
+  if (start) {
+    headers['last-event-id'] = start.precedingId;
+    headers['mercure-last-event-id'] = start.precedingId;
   }
   if (subscriber.closed) return;
   response.writeHead(200, headers);
   response.write(OPENING_COMMENT);
-  if (cursor === undefined) return;
-
-  const snapshot = subscriber.replaySnapshot as Position;
+  if (!start) return;
   try {
-    for (;;) {
-      const page = await hub.transport.readHistory(after, snapshot, REPLAY_PAGE);
-      let sent = 0;
-      for (const update of page) if (subscriber.replay(update)) sent += 1;
-      hub.metrics.deliveriesTotal.inc(sent);
-      if (page.length < REPLAY_PAGE || subscriber.closed) break;
-      after = (page[page.length - 1] as { position: Position }).position;
-    }
+    await replayHistory(transport, subscriber, start.after, dependencies.onReplayed);
   } catch (error) {
     request.log.error({ err: error }, 'history replay failed; closing the stream (the client resumes)');
     subscriber.close('replay_failed');
-    return;
   }
-  subscriber.endReplay();
 }

@@ -1,16 +1,9 @@
 import type { ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
-import type { Principal } from './authorization.js';
+import type { Principal } from './principal.js';
 import { eventFrame, type Frame, HEARTBEAT } from './sse.js';
+import type { TopicMatcher } from './topic-matcher.js';
 import { comparePositions, type Position, type StoredUpdate } from './update.js';
-
-/** A compiled topic matcher: one `match*` query parameter, or one claim entry. */
-export interface TopicMatcher {
-  /** Canonical name: `Exact`, `URLPattern`, `Regexp`, `URITemplate`. */
-  readonly matchType: string;
-  readonly match: string;
-  matches(topic: string): boolean;
-}
 
 export type CloseReason =
   | 'client'

@@ -1,4 +1,5 @@
-import type { Subscriber, TopicMatcher } from './subscriber.js';
+import type { Subscriber } from './subscriber.js';
+import type { TopicMatcher } from './topic-matcher.js';
 import type { StoredUpdate } from './update.js';
 
 function isExact(matcher: TopicMatcher): boolean {

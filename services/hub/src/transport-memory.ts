@@ -1,4 +1,11 @@
-import type { Published, SubscriptionRecord, Transport, UpdateListener } from './transport.js';
+import { EventEmitter } from 'node:events';
+import type {
+  Published,
+  SubscriptionRecord,
+  Transport,
+  TransportEvents,
+  UpdateListener,
+} from './transport.js';
 import {
   comparePositions,
   ORIGIN_POSITION,
@@ -11,6 +18,8 @@ export interface MemoryTransportOptions {
   readonly historySize: number;
   /** Milliseconds; 0 disables the age bound. */
   readonly historyTtl: number;
+  /** Milliseconds since the epoch; `Date.now` unless a test drives the clock. */
+  readonly clock?: () => number;
 }
 
 interface Entry {
@@ -25,6 +34,8 @@ interface Entry {
  */
 export class MemoryTransport implements Transport {
   readonly kind = 'memory' as const;
+  /** Never emits: one process has no fan-out path to lose. */
+  readonly events = new EventEmitter<TransportEvents>();
   private listener: UpdateListener | undefined;
   private entries: Entry[] = [];
   private head = 0;
@@ -35,7 +46,11 @@ export class MemoryTransport implements Transport {
   private lastPosition: Position = ORIGIN_POSITION;
   private readonly subscriptions = new Map<string, SubscriptionRecord>();
 
-  constructor(private readonly options: MemoryTransportOptions) {}
+  private readonly now: () => number;
+
+  constructor(private readonly options: MemoryTransportOptions) {
+    this.now = options.clock ?? Date.now;
+  }
 
   get lastDispatchedPosition(): Position {
     return this.lastPosition;
@@ -46,7 +61,7 @@ export class MemoryTransport implements Transport {
   }
 
   private nextPosition(): Position {
-    const now = Date.now();
+    const now = this.now();
     if (now > this.lastMs) {
       this.lastMs = now;
       this.sequence = 0;
@@ -59,12 +74,12 @@ export class MemoryTransport implements Transport {
   async publish(update: Update): Promise<Published> {
     // Same contract as the Redis backend (publish-3.lua): an id still in history is not appended
     // again, its position is returned (docs/hub.md, resent publishes).
-    this.trim(Date.now());
+    this.trim(this.now());
     const existing = this.positionById.get(update.id);
     if (existing !== undefined) return { position: existing, repeat: true };
     const position = this.nextPosition();
     const stored: StoredUpdate = { ...update, position };
-    const storedAt = Date.now();
+    const storedAt = this.now();
     this.entries.push({ update: stored, storedAt });
     this.positionById.set(update.id, position);
     this.trim(storedAt);
@@ -92,7 +107,7 @@ export class MemoryTransport implements Transport {
   }
 
   async findPosition(eventId: string): Promise<Position | undefined> {
-    this.trim(Date.now());
+    this.trim(this.now());
     return this.positionById.get(eventId);
   }
 
@@ -110,7 +125,7 @@ export class MemoryTransport implements Transport {
   }
 
   async readHistory(after: Position | undefined, upTo: Position, limit: number): Promise<StoredUpdate[]> {
-    this.trim(Date.now());
+    this.trim(this.now());
     const result: StoredUpdate[] = [];
     for (let index = this.indexAfter(after); index < this.entries.length && result.length < limit; index++) {
       const { update } = this.entries[index] as Entry;
@@ -121,10 +136,14 @@ export class MemoryTransport implements Transport {
   }
 
   async lastEventId(): Promise<string | undefined> {
+    // Trimmed first, as every read: an entry past the age bound is no longer in history (as on
+    // Redis, whose history keys expire with it).
+    this.trim(this.now());
     return this.entries.length > this.head ? this.entries[this.entries.length - 1]?.update.id : undefined;
   }
 
   async historyLength(): Promise<number> {
+    this.trim(this.now());
     return this.entries.length - this.head;
   }
 

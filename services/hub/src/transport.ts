@@ -1,3 +1,4 @@
+import type { EventEmitter } from 'node:events';
 import type { Position, StoredUpdate, Update } from './update.js';
 
 /** Where a publish landed; `repeat` when its id was already in history (nothing appended). */
@@ -8,6 +9,16 @@ export interface Published {
 
 /** Receives every update, once, in publish order (position order), on every node. */
 export type UpdateListener = (update: StoredUpdate) => void;
+
+/** What a transport reports about its own health; the hub turns these into metrics. */
+export interface TransportEvents {
+  /** The fan-out subscription came back after a loss (Redis; the gap is filled from history). */
+  'fanout-reconnected': [];
+  /** The end-to-end pub/sub check passed (true) or failed (false) (Redis). */
+  'fanout-verified': [verified: boolean];
+}
+
+export type TransportLog = (level: 'info' | 'warn' | 'error', message: string, details?: object) => void;
 
 /** One entry of the active subscriptions registry (hub.md, active subscriptions). */
 export interface SubscriptionRecord {
@@ -26,10 +37,12 @@ export interface SubscriptionRecord {
  */
 export interface Transport {
   readonly kind: 'memory' | 'redis';
+  readonly events: EventEmitter<TransportEvents>;
   /** Starts delivering updates to `listener`. Resolves once the node can serve. */
   start(listener: UpdateListener): Promise<void>;
   /**
-   * Appends to history and fans out to every node, atomically; resolves with the position. An id
+   * Appends to history and fans out to every node, atomically; resolves with the position, or
+   * rejects with a TransportUnavailableError (errors.ts) when the backend cannot take it. An id
    * whose entry is still in history is not appended again: the call resolves with that entry's
    * position (a resend or a retry; docs/hub.md, resent publishes).
    */
@@ -48,6 +61,7 @@ export interface Transport {
   readHistory(after: Position | undefined, upTo: Position, limit: number): Promise<StoredUpdate[]>;
   /** The id of the newest update in history, if any. */
   lastEventId(): Promise<string | undefined>;
+  /** Entries in history; rejects with a TransportUnavailableError while the backend is away. */
   historyLength(): Promise<number>;
   /** Undefined when healthy; otherwise why this node must not receive traffic. */
   readiness(): Promise<string | undefined>;

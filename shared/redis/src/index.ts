@@ -6,5 +6,12 @@ export { instrumentRedis } from './instrument.js';
 export { hashTag, type Keyspace, keyspace } from './keys.js';
 export { isConnectionError, type LoggedError, loggableError } from './log-error.js';
 export { OutageLog, type OutageLogger, redisTarget } from './outage-log.js';
-export { type LuaScript, loadScripts, pipelineScript, runScript, type ScriptSet } from './scripts.js';
+export {
+  isNoScript,
+  type LuaScript,
+  loadScripts,
+  pipelineScript,
+  runScript,
+  type ScriptSet,
+} from './scripts.js';
 export { replyWithin } from './within.js';

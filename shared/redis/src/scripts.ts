@@ -46,7 +46,8 @@ export function loadScripts(directory: string): ScriptSet {
   return scripts;
 }
 
-function isNoScript(error: unknown): boolean {
+/** Redis refused an EVALSHA whose script it does not hold (after a restart or SCRIPT FLUSH). */
+export function isNoScript(error: unknown): boolean {
   return error instanceof Error && error.message.startsWith('NOSCRIPT');
 }
 

@@ -1,0 +1,64 @@
+import type { FastifyBaseLogger } from 'fastify';
+import type { Subscriber } from './subscriber.js';
+import type { Transport } from './transport.js';
+import type { Position } from './update.js';
+
+const REPLAY_PAGE = 1000;
+
+/** Where a replay starts, and the id a subscribe response names as the one before its first event. */
+export interface ReplayStart {
+  /** Replay entries after this position; undefined: from the oldest entry in history. */
+  readonly after: Position | undefined;
+  /** The `Last-Event-ID` response header: the cursor when found in history, else `earliest`. */
+  readonly precedingId: string;
+}
+
+/**
+ * Resolves a subscribe cursor (Last-Event-ID) against the history. An id no longer (or never) in
+ * history replays from the earliest entry (hub.md, history), and so does a failed lookup: the
+ * subscriber gets more than it asked for, never less. A found cursor also tells the subscriber to
+ * drop live updates up to it (they precede the cursor).
+ */
+export async function resolveCursor(
+  transport: Pick<Transport, 'findPosition'>,
+  subscriber: Subscriber,
+  cursor: string,
+  log: FastifyBaseLogger,
+): Promise<ReplayStart> {
+  if (cursor === 'earliest') return { after: undefined, precedingId: 'earliest' };
+  try {
+    const position = await transport.findPosition(cursor);
+    if (position !== undefined) {
+      subscriber.skipThrough(position);
+      return { after: position, precedingId: cursor };
+    }
+  } catch (error) {
+    log.warn({ err: error }, 'history lookup failed; replaying from the earliest entry');
+  }
+  return { after: undefined, precedingId: 'earliest' };
+}
+
+/**
+ * Writes the history entries after `after` up to the subscriber's replay snapshot (taken when it
+ * was registered: later updates reach it live), page by page, then lets its buffered live updates
+ * through. `onWritten` hears how many events each page wrote; rejects when the history cannot be
+ * read (the live updates stay buffered: the caller closes the stream).
+ */
+export async function replayHistory(
+  transport: Pick<Transport, 'readHistory'>,
+  subscriber: Subscriber,
+  after: Position | undefined,
+  onWritten: (count: number) => void,
+): Promise<void> {
+  const snapshot = subscriber.replaySnapshot as Position;
+  let from = after;
+  for (;;) {
+    const page = await transport.readHistory(from, snapshot, REPLAY_PAGE);
+    let written = 0;
+    for (const update of page) if (subscriber.replay(update)) written += 1;
+    onWritten(written);
+    if (page.length < REPLAY_PAGE || subscriber.closed) break;
+    from = (page[page.length - 1] as { position: Position }).position;
+  }
+  subscriber.endReplay();
+}

@@ -1,0 +1,65 @@
+/*
+ * The Redis transport reports, the hub decides (issue #11, item 3): the fan-out health events
+ * become the hub's metrics, and a TransportUnavailableError becomes a 503 whose body is the hub's
+ * message, never the transport's.
+ */
+import assert from 'node:assert/strict';
+import { after, describe, test } from 'node:test';
+import { createMetrics } from '@herald/metrics';
+import { RedisServer, uniquePrefix, waitFor } from '@herald/testkit';
+import { parseHubConfig } from '../src/config.js';
+import { asHubError, HubError, TransportUnavailableError } from '../src/errors.js';
+import { startHub } from '../src/hub.js';
+import { cleanupRedis, PUBLISHER_SECRET, publish, publisherToken, SUBSCRIBER_SECRET } from './helpers.js';
+
+after(cleanupRedis);
+
+describe('transport errors and events at the hub', () => {
+  test('asHubError maps a TransportUnavailableError to the 503 backend error and leaves others alone', () => {
+    const mapped = asHubError(new TransportUnavailableError('publish: no reply within 5000 ms'));
+    assert.ok(mapped instanceof HubError);
+    assert.equal(mapped.status, 503);
+    assert.equal(mapped.code, 'HUB_ERR_BACKEND_UNAVAILABLE');
+    assert.doesNotMatch(mapped.message, /5000|reply/);
+    const other = new Error('other');
+    assert.equal(asHubError(other), other);
+  });
+
+  test('probe events set mercure_pubsub_probe_ok; Redis gone: probe_ok 0 and a publish is a plain 503', async () => {
+    const redis = await RedisServer.start();
+    const server = await startHub(
+      parseHubConfig({
+        PORT: '0',
+        HOST: '127.0.0.1',
+        LOG_LEVEL: 'silent',
+        TRUSTED_PROXIES: '127.0.0.1',
+        MERCURE_PUBLISHER_JWT_KEY: PUBLISHER_SECRET,
+        MERCURE_SUBSCRIBER_JWT_KEY: SUBSCRIBER_SECRET,
+        REDIS_URL: redis.url,
+        MERCURE_REDIS_PREFIX: uniquePrefix('hub-events'),
+      }),
+      { metrics: createMetrics(), probeInterval: 100, probeTimeout: 500 },
+    );
+    try {
+      const address = server.app.server.address();
+      const origin = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
+      const metric = async () => {
+        const text = await (await fetch(`${origin}/metrics`)).text();
+        return /^mercure_pubsub_probe_ok(?:\{[^}]*\})? (\d)/m.exec(text)?.[1];
+      };
+      assert.equal(await metric(), '1');
+      await redis.kill();
+      await waitFor(async () => (await metric()) === '0', { what: 'mercure_pubsub_probe_ok 0' });
+      const refused = await publish(
+        `${origin}/.well-known/mercure`,
+        { topic: 'https://example.com/e' },
+        { token: publisherToken() },
+      );
+      assert.equal(refused.status, 503);
+      assert.equal(refused.body, 'The update backend is unavailable; retry later');
+    } finally {
+      await server.app.close();
+      await redis.destroy();
+    }
+  });
+});
