@@ -310,7 +310,7 @@ export interface BrokerStorage {
 
   /** Maintenance (one node runs each at a time with the Redis backend). */
   sweepLeases(): Promise<LeaseSweep>;
-  /** Deletes what retention and eviction allow (retention.ts); keeps going while work is due, up to `budgetMs`. */
+  /** Deletes what retention and eviction allow (redis/retention.ts); keeps going while work is due, up to `budgetMs`. */
   applyRetention(budgetMs?: number): Promise<number>;
   refreshStats(): Promise<QueueStats[]>;
   /** The last stats snapshot (cheap: what /metrics reads). */

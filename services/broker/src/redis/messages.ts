@@ -1,6 +1,11 @@
+/*
+ * Message reads and deletion on the Redis backend (plain commands, but lua/deleteMessage-1.lua):
+ * listing, lookup by id, and Queen's queue-mode status view.
+ */
 import type { Redis } from 'ioredis';
-import { streamIdTime } from './identifiers.js';
-import { newestFirstPage, QUEUE_MODE, type QueueMessageState } from './storage.js';
+import { streamIdTime } from '../identifiers.js';
+import { type MessageView, newestFirstPage, QUEUE_MODE, type QueueMessageState } from '../storage.js';
+import { decode, encode, type RedisBackend } from './context.js';
 
 /** Dead letters read to mark messages `dead_letter`: the newest ones of the queue's DLQ stream. */
 export const STATUS_DEAD_LETTER_SCAN = 10_000;
@@ -16,7 +21,7 @@ function compareStreamIds(a: string, b: string): number {
   return aBig === bBig ? 0 : aBig < bBig ? -1 : 1;
 }
 
-function fieldsOf(list: string[]): Record<string, string> {
+export function fieldsOf(list: string[]): Record<string, string> {
   const fields: Record<string, string> = {};
   for (let index = 0; index + 1 < list.length; index += 2) {
     fields[list[index] as string] = list[index + 1] as string;
@@ -29,7 +34,7 @@ function fieldsOf(list: string[]): Record<string, string> {
  * newest `offset + limit` entries and the queue-mode consumer state (`c:`, `a:` keys, see
  * lua/includes/broker.lua), merged newest first. `base` is the queue's key prefix.
  */
-export async function listQueueMessagesRedis(
+export async function listQueueMessages(
   redis: Redis,
   base: string,
   queue: string,
@@ -95,4 +100,96 @@ export async function listQueueMessagesRedis(
     }),
   );
   return newestFirstPage(rows, filter.offset, filter.limit);
+}
+
+/** A payload as stored (JSON text); text that is not JSON is shown as is. */
+export function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return text;
+  }
+}
+
+function messageView(
+  queue: string,
+  partition: string,
+  partitionId: string,
+  entry: [string, string[]],
+): MessageView {
+  const fields = fieldsOf(entry[1]);
+  return {
+    id: fields.m ?? '',
+    transactionId: fields.t ?? '',
+    traceId: fields.tr || null,
+    queue,
+    partition,
+    partitionId,
+    data: parseJson(fields.d ?? 'null'),
+    producerSub: fields.s || null,
+    createdAt: new Date(streamIdTime(entry[0])).toISOString(),
+  };
+}
+
+export async function listMessages(
+  backend: RedisBackend,
+  filter: { queue: string; partition?: string; limit: number },
+): Promise<MessageView[]> {
+  const base = backend.base(filter.queue);
+  const parts = await backend.redis.hgetall(`${base}parts`);
+  const names = filter.partition === undefined ? Object.keys(parts) : [encode(filter.partition)];
+  const out: MessageView[] = [];
+  for (const name of names.sort()) {
+    if (out.length >= filter.limit) break;
+    const partitionId = parts[name];
+    if (!partitionId) continue;
+    const entries = (await backend.redis.xrange(
+      `${base}s:${name}`,
+      '-',
+      '+',
+      'COUNT',
+      filter.limit - out.length,
+    )) as [string, string[]][];
+    for (const entry of entries) out.push(messageView(filter.queue, decode(name), partitionId, entry));
+  }
+  return out;
+}
+
+export async function getMessage(
+  backend: RedisBackend,
+  partitionId: string,
+  transactionId: string,
+): Promise<MessageView | undefined> {
+  const resolved = await backend.registry.resolve(partitionId);
+  if (!resolved) return undefined;
+  const [queue, partition] = resolved;
+  const base = backend.base(queue);
+  const dedup = await backend.redis.hget(`${base}d:${encode(partition)}`, transactionId);
+  if (!dedup) return undefined;
+  const streamId = dedup.slice(0, dedup.indexOf(' '));
+  const entries = (await backend.redis.xrange(`${base}s:${encode(partition)}`, streamId, streamId)) as [
+    string,
+    string[],
+  ][];
+  const [entry] = entries;
+  return entry ? messageView(queue, partition, partitionId, entry) : undefined;
+}
+
+export async function deleteMessage(
+  backend: RedisBackend,
+  partitionId: string,
+  transactionId: string,
+): Promise<boolean> {
+  const resolved = await backend.registry.resolve(partitionId);
+  if (!resolved) return false;
+  const [queue, partition] = resolved;
+  const base = backend.base(queue);
+  // Read first as well: a resent script (its first reply lost) finds nothing and answers 0.
+  const existed = await backend.redis.hexists(`${base}d:${encode(partition)}`, transactionId);
+  const deleted = await backend.run<number>(
+    'deleteMessage',
+    [`${base}cfg`],
+    [base, encode(partition), transactionId],
+  );
+  return deleted === 1 || existed === 1;
 }
