@@ -478,14 +478,6 @@ end
 -- (leases acked per second) x 60 small hashes, whatever the leaseTime.
 local ANSWER_MEMORY_MS = 60000
 
--- Records an applied ack under its lease for ANSWER_MEMORY_MS.
-local function remember_ack(base, lease, p, txn, status, dlq)
-  if lease == '' then return end
-  local key = base .. 'la:' .. lease
-  redis.call('HSET', key, answer_field(p, txn), ack_class(status) .. ':' .. dlq)
-  redis.call('PEXPIRE', key, ANSWER_MEMORY_MS)
-end
-
 --[[
   Whether an ack repeats one already applied (a client retry, or ioredis resending a script
   whose reply was lost). Returns false when it does not, else err (nil: a repeat, answered as
@@ -505,72 +497,45 @@ local function ack_repeat(lease, memo, status, resolved)
   return false
 end
 
--- Checks an ack without changing anything. Returns id, error, repeat_dlq (a number when the
--- ack repeats one already applied: nothing is to be written).
+--[[
+  The rules of one ack, before anything is written (ack_many applies them to every ack, the
+  transaction script checks its acks with them through check_ack). Returns nil when the ack
+  is to be applied, else its answer { ok, err, released, dlq, repeat }: a refusal, or a repeat
+  of an ack already applied. memo: the answer recorded under its lease (false if none); found:
+  the message is retained; resolved: group g resolved it; held, exp: the lease group g holds
+  on the partition and its expiry.
+]]
+local function ack_verdict(lease, status, memo, found, resolved, held, exp, now)
+  if not found then
+    -- Retention may have removed the message since the answer was recorded.
+    if not memo then return { 0, 'Message not found', 0, 0, 0 } end
+    resolved = true
+  end
+  local seen, err, dlq = ack_repeat(lease, memo, status, resolved)
+  if seen then
+    if err then return { 0, err, 0, 0, 0 } end
+    return { 1, '', 0, dlq, 1 }
+  end
+  if lease ~= '' and (held ~= lease or exp <= now) then return { 0, 'Invalid or expired lease', 0, 0, 0 } end
+  if resolved then return { 0, 'Message already acknowledged', 0, 0, 0 } end
+  return nil
+end
+
+-- Checks an ack without changing anything (ack_verdict on the stored state). Returns id (the
+-- transactionId when retention removed the message), or nil and the refusal.
 local function check_ack(base, p, g, txn, lease, status, now)
   local memo = ack_memo(base, lease, p, txn)
   local d = redis.call('HGET', base .. 'd:' .. p, txn)
-  if not d then
-    -- Retention may have removed the message since the answer was recorded.
-    if not memo then return nil, 'Message not found' end
-    local _, err, dlq = ack_repeat(lease, memo, status, true)
-    if err then return nil, err end
-    return txn, nil, dlq
+  local id, resolved, st = txn, false, {}
+  if d then
+    id = string.match(d, '^(%S+)')
+    local pos = position(base, p, g)
+    resolved = id_cmp(id, pos) <= 0 or redis.call('SISMEMBER', base .. 'a:' .. p .. ':' .. g, id) == 1
+    st = redis.call('HMGET', ckey(base, p, g), 'lease', 'exp')
   end
-  local id = string.match(d, '^(%S+)')
-  local pos = position(base, p, g)
-  local resolved = id_cmp(id, pos) <= 0 or redis.call('SISMEMBER', base .. 'a:' .. p .. ':' .. g, id) == 1
-  local seen, err, dlq = ack_repeat(lease, memo, status, resolved)
-  if seen then
-    if err then return nil, err end
-    return id, nil, dlq
-  end
-  if lease ~= '' then
-    local st = redis.call('HMGET', ckey(base, p, g), 'lease', 'exp')
-    if st[1] ~= lease or tonumber(st[2] or '0') <= now then
-      return nil, 'Invalid or expired lease'
-    end
-  end
-  if resolved then return nil, 'Message already acknowledged' end
+  local verdict = ack_verdict(lease, status, memo, d, resolved, st[1] or false, tonumber(st[2] or '0'), now)
+  if verdict and verdict[1] == 0 then return nil, verdict[2] end
   return id, nil
-end
-
--- Applies one ack (status completed|success|failed|retry|dlq). Returns ok, err, released, dlq,
--- repeat (1 when it repeated an ack already applied, which changes nothing).
-local function apply_ack(base, p, g, txn, status, lease, errtext, cfg, now)
-  local id, err, repeat_dlq = check_ack(base, p, g, txn, lease, status, now)
-  if not id then return 0, err, 0, 0, 0 end
-  if repeat_dlq then return 1, nil, 0, repeat_dlq, 1 end
-  local ck = ckey(base, p, g)
-  local st = redis.call('HMGET', ck, 'lease', 'exp', 'upto', 'n')
-  local leased = st[1] and tonumber(st[2] or '0') > now and st[3] and id_cmp(id, st[3]) <= 0
-  local dlq = 0
-  if status == 'completed' or status == 'success' then
-    resolve(base, p, g, id)
-  elseif status == 'dlq' then
-    if cfg.deadLetterQueue then
-      dead_letter(base, p, g, id, errtext, tonumber(redis.call('HGET', base .. 'rc:' .. p .. ':' .. g, id) or '0'), now)
-    end
-    resolve(base, p, g, id)
-    dlq = 1
-  else
-    if fail_attempt(base, p, g, id, errtext, cfg, now) then dlq = 1 end
-  end
-  remember_ack(base, lease, p, txn, status, dlq)
-  local released = 0
-  if leased then
-    local rset = base .. 'r:' .. p .. ':' .. g
-    redis.call('SADD', rset, id)
-    if redis.call('SCARD', rset) >= tonumber(st[4] or '0') then
-      release_lease(base, p, g, st[1])
-      released = 1
-    end
-  end
-  advance(base, p, g)
-  if released == 1 or not st[1] then reschedule(base, p, g, now) end
-  local trim_at = completed_trim_at(cfg, now)
-  if trim_at then schedule_trim(base, p, trim_at) end
-  return 1, nil, released, dlq, 0
 end
 
 -- Calls `command key members...` in chunks (Lua's unpack has a bounded stack).
@@ -622,12 +587,14 @@ local function advance_state(base, st)
 end
 
 --[[
-  The ack script's batched form of apply_ack: the same checks, effects and per-ack results,
-  in input order, but each (partition, group) state is read once and written once. apply_ack
-  costs ~18 Redis calls per ack (the top cost of pop+ack in the profile); here an in-order
-  batch costs a few calls per (partition, group) plus one XRANGE per 256 acks. Resolved ids
-  that pos moves over never enter the a: set; the a: and r: sets are only read when they
-  were not empty before the batch. acks: list of {p, g, txn, status, lease, err}.
+  Applies acks of one queue in order: the one ack implementation (lua/ack-1.lua calls it with
+  a batch, lua/transaction-0.lua with each ack of a transaction). ack_verdict decides each
+  ack; each (partition, group) state is read once and written once, so an in-order batch
+  costs a few Redis calls per (partition, group) plus one XRANGE per 256 acks (one ack at a
+  time cost ~18 calls, the top cost of pop+ack in the profile). Resolved ids that pos moves
+  over never enter the a: set; the a: and r: sets are only read when they were not empty
+  before the batch. acks: list of {p, g, txn, status, lease, err}. Returns per ack
+  { ok (1/0), error or '', leaseReleased (1/0), dlq (1/0), repeat (1/0) }.
 ]]
 local function ack_many(base, acks, cfg, now)
   local out = {}
@@ -685,87 +652,73 @@ local function ack_many(base, acks, cfg, now)
         answers[field] = memo
       end
     end
-    if not d then
-      -- Retention may have removed the message since the answer was recorded.
-      local _, repeat_err, repeat_dlq = ack_repeat(a.lease, memo, a.status, true)
-      if not memo then
-        out[i] = { 0, 'Message not found', 0, 0, 0 }
-      elseif repeat_err then
-        out[i] = { 0, repeat_err, 0, 0, 0 }
-      else
-        out[i] = { 1, '', 0, repeat_dlq, 1 }
-      end
-    else
-      local id = string.sub(d, 1, string.find(d, ' ', 1, true) - 1)
-      local st = state_of(a.p, a.g)
-      local err = nil
-      local resolved = id_cmp(id, st.pos) <= 0 or st.resolved[id]
+    local st, id, resolved = nil, nil, false
+    if d then
+      id = string.sub(d, 1, string.find(d, ' ', 1, true) - 1)
+      st = state_of(a.p, a.g)
+      resolved = id_cmp(id, st.pos) <= 0 or st.resolved[id]
         or (st.acount > 0 and redis.call('SISMEMBER', st.aset, id) == 1)
-      local seen, repeat_err, repeat_dlq = ack_repeat(a.lease, memo, a.status, resolved)
-      if seen then
-        if repeat_err then out[i] = { 0, repeat_err, 0, 0, 0 } else out[i] = { 1, '', 0, repeat_dlq, 1 } end
-      elseif a.lease ~= '' and (st.lease ~= a.lease or st.exp <= now) then
-        out[i] = { 0, 'Invalid or expired lease', 0, 0, 0 }
-      elseif resolved then
-        out[i] = { 0, 'Message already acknowledged', 0, 0, 0 }
-      else
-        local had_lease = st.lease
-        local leased = st.lease and st.exp > now and st.upto and id_cmp(id, st.upto) <= 0
-        local dlq = 0
-        if a.status == 'completed' or a.status == 'success' then
-          st.resolved[id] = true
-          st.fresh = st.fresh + 1
-          st.fresh_ids[#st.fresh_ids + 1] = id
-        elseif a.status == 'dlq' then
-          if cfg.deadLetterQueue then
-            dead_letter(base, a.p, a.g, id, a.err,
-              tonumber(redis.call('HGET', base .. 'rc:' .. a.p .. ':' .. a.g, id) or '0'), now)
-          end
-          resolve(base, a.p, a.g, id)
-          st.resolved[id] = true
-          st.inset[id] = true
-          st.acount = st.acount + 1
-          dlq = 1
-        elseif fail_attempt(base, a.p, a.g, id, a.err, cfg, now) then
-          st.resolved[id] = true
-          st.inset[id] = true
-          st.acount = st.acount + 1
-          dlq = 1
+    end
+    local verdict = ack_verdict(a.lease, a.status, memo, d, resolved, st and st.lease, st and st.exp, now)
+    if verdict then
+      out[i] = verdict
+    else
+      local had_lease = st.lease
+      local leased = st.lease and st.exp > now and st.upto and id_cmp(id, st.upto) <= 0
+      local dlq = 0
+      if a.status == 'completed' or a.status == 'success' then
+        st.resolved[id] = true
+        st.fresh = st.fresh + 1
+        st.fresh_ids[#st.fresh_ids + 1] = id
+      elseif a.status == 'dlq' then
+        if cfg.deadLetterQueue then
+          dead_letter(base, a.p, a.g, id, a.err,
+            tonumber(redis.call('HGET', base .. 'rc:' .. a.p .. ':' .. a.g, id) or '0'), now)
         end
-        local released = 0
-        if leased then
-          if st.answered == nil then
-            st.rcount = redis.call('SCARD', st.rset)
-            st.answered = st.rcount
-          end
-          if not st.rnew[id] and (st.rcount == 0 or redis.call('SISMEMBER', st.rset, id) == 0) then
-            st.rnew[id] = true
-            st.rids[#st.rids + 1] = id
-            st.answered = st.answered + 1
-          end
-          if st.answered >= st.n then
-            release_lease(base, a.p, a.g, st.lease)
-            st.lease = false
-            st.rids = {}
-            released = 1
-          end
-        end
-        if released == 1 or not had_lease then st.reschedule = true end
-        trims[a.p] = true
-        if a.lease ~= '' then
-          local answer = ack_class(a.status) .. ':' .. dlq
-          memos[a.lease][field] = answer
-          local w = memo_writes[a.lease]
-          if not w then
-            w = { fields = {} }
-            memo_writes[a.lease] = w
-            memo_order[#memo_order + 1] = a.lease
-          end
-          w.fields[#w.fields + 1] = field
-          w.fields[#w.fields + 1] = answer
-        end
-        out[i] = { 1, '', released, dlq, 0 }
+        resolve(base, a.p, a.g, id)
+        st.resolved[id] = true
+        st.inset[id] = true
+        st.acount = st.acount + 1
+        dlq = 1
+      elseif fail_attempt(base, a.p, a.g, id, a.err, cfg, now) then
+        st.resolved[id] = true
+        st.inset[id] = true
+        st.acount = st.acount + 1
+        dlq = 1
       end
+      local released = 0
+      if leased then
+        if st.answered == nil then
+          st.rcount = redis.call('SCARD', st.rset)
+          st.answered = st.rcount
+        end
+        if not st.rnew[id] and (st.rcount == 0 or redis.call('SISMEMBER', st.rset, id) == 0) then
+          st.rnew[id] = true
+          st.rids[#st.rids + 1] = id
+          st.answered = st.answered + 1
+        end
+        if st.answered >= st.n then
+          release_lease(base, a.p, a.g, st.lease)
+          st.lease = false
+          st.rids = {}
+          released = 1
+        end
+      end
+      if released == 1 or not had_lease then st.reschedule = true end
+      trims[a.p] = true
+      if a.lease ~= '' then
+        local answer = ack_class(a.status) .. ':' .. dlq
+        memos[a.lease][field] = answer
+        local w = memo_writes[a.lease]
+        if not w then
+          w = { fields = {} }
+          memo_writes[a.lease] = w
+          memo_order[#memo_order + 1] = a.lease
+        end
+        w.fields[#w.fields + 1] = field
+        w.fields[#w.fields + 1] = answer
+      end
+      out[i] = { 1, '', released, dlq, 0 }
     end
   end
 
