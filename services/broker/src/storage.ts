@@ -1,7 +1,8 @@
 /**
  * The storage port: what the broker needs from a backend. Two adapters implement it,
- * storage-redis.ts (Redis Streams, any number of nodes) and storage-memory.ts (one process),
- * and one contract suite (test/storage-contract.test.ts) runs against both.
+ * storage-redis.ts (Redis Streams, any number of nodes; its modules in redis/) and
+ * storage-memory.ts (one process; its modules in memory/), one module per concern named as
+ * its Lua script, and one contract suite (test/contract.test.ts) runs against both.
  * Names here are the client's names (queue, partition, group), never encoded.
  */
 import type { StreamsStorage } from './streams/types.js';
