@@ -5,7 +5,10 @@
  * its Lua script, and one contract suite (test/contract.test.ts) runs against both.
  * Names here are the client's names (queue, partition, group), never encoded.
  */
+import type { PushItem, PushResult } from './push-item.js';
 import type { StreamsStorage } from './streams/types.js';
+
+export type { PushItem, PushResult } from './push-item.js';
 
 export const QUEUE_MODE = '__QUEUE_MODE__';
 export const DEFAULT_PARTITION = 'Default';
@@ -54,27 +57,6 @@ export interface QueueInfo {
   createdAt: string;
   options: QueueOptions;
   partitions: number;
-}
-
-export interface PushItem {
-  queue: string;
-  partition: string;
-  transactionId: string;
-  messageId: string;
-  traceId: string | null;
-  /** The payload as JSON text (serialized once at the edge, stored as is). */
-  data: string;
-  producerSub: string | null;
-}
-
-export interface PushResult {
-  index: number;
-  transaction_id: string;
-  status: 'queued' | 'duplicate';
-  message_id: string;
-  partition_id: string;
-  trace_id: string | null;
-  queueName: string;
 }
 
 export type SubscriptionStart = { mode: 'all' } | { mode: 'new' } | { mode: 'from'; at: number };
