@@ -230,7 +230,7 @@ export class RedisStorage implements BrokerStorage {
   }
 
   listQueueMessages(filter: { queue: string; limit: number; offset: number }): Promise<QueueMessageState[]> {
-    return listQueueMessages(this.redis, this.base(filter.queue), filter.queue, filter);
+    return listQueueMessages(this.backend, filter);
   }
 
   getMessage(partitionId: string, transactionId: string): Promise<MessageView | undefined> {

@@ -3,7 +3,7 @@
  * (docs/broker.md, "Queen compatibility"), lookup by id and lua/deleteMessage-1.lua.
  */
 import { type MessageView, newestFirstPage, QUEUE_MODE, type QueueMessageState } from '../storage.js';
-import { type MemoryMessage, type MemoryStore, messageView } from './state.js';
+import { locate, type MemoryMessage, type MemoryStore, messageView } from './state.js';
 
 function queueMessageState(
   queue: string,
@@ -88,16 +88,13 @@ export function getMessage(
   partitionId: string,
   transactionId: string,
 ): MessageView | undefined {
-  const names = store.partitionIds.get(partitionId);
-  const queue = names && store.queues.get(names[0]);
-  const partition = names && queue?.partitions.get(names[1]);
-  const message = partition?.dedup.get(transactionId);
-  return queue && partition && message ? messageView(queue, partition, message) : undefined;
+  const located = locate(store, partitionId);
+  const message = located?.partition.dedup.get(transactionId);
+  return located && message ? messageView(located.queue, located.partition, message) : undefined;
 }
 
 export function deleteMessage(store: MemoryStore, partitionId: string, transactionId: string): boolean {
-  const names = store.partitionIds.get(partitionId);
-  const partition = names && store.queues.get(names[0])?.partitions.get(names[1]);
+  const partition = locate(store, partitionId)?.partition;
   const message = partition?.dedup.get(transactionId);
   if (!partition || !message) return false;
   partition.dedup.delete(transactionId);

@@ -2,7 +2,6 @@
  * Message reads and deletion on the Redis backend (plain commands, but lua/deleteMessage-1.lua):
  * listing, lookup by id, and Queen's queue-mode status view.
  */
-import type { Redis } from 'ioredis';
 import { streamIdTime } from '../identifiers.js';
 import { type MessageView, newestFirstPage, QUEUE_MODE, type QueueMessageState } from '../storage.js';
 import { decode, encode, type RedisBackend } from './context.js';
@@ -32,14 +31,15 @@ export function fieldsOf(list: string[]): Record<string, string> {
 /**
  * Queen's status view of one queue on Redis (read-only, plain commands): for each partition its
  * newest `offset + limit` entries and the queue-mode consumer state (`c:`, `a:` keys, see
- * lua/includes/broker.lua), merged newest first. `base` is the queue's key prefix.
+ * lua/includes/broker.lua), merged newest first.
  */
 export async function listQueueMessages(
-  redis: Redis,
-  base: string,
-  queue: string,
-  filter: { limit: number; offset: number },
+  backend: RedisBackend,
+  filter: { queue: string; limit: number; offset: number },
 ): Promise<QueueMessageState[]> {
+  const { redis } = backend;
+  const { queue } = filter;
+  const base = backend.base(queue);
   const group = encodeURIComponent(QUEUE_MODE);
   const [parts, start, deadEntries] = await Promise.all([
     redis.hgetall(`${base}parts`),
