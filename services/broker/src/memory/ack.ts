@@ -1,6 +1,6 @@
 /*
  * Acknowledgements on the in-process backend: the rules of lua/ack-1.lua (ack_many in
- * lua/includes/broker.lua), repeats included (docs/broker.md, "Acknowledgements are idempotent").
+ * lua/includes/ack.lua), repeats included (docs/broker.md, "Acknowledgements are idempotent").
  */
 import type { AckInput, AckResult } from '../storage.js';
 import { deadLetter, failAttempt } from './dead-letters.js';
@@ -56,7 +56,7 @@ function ackClass(status: AckInput['status']): 'done' | 'dlq' | 'failed' {
 }
 
 /**
- * The same rules as the Lua ack (broker.lua, ack_repeat): an ack that repeats one already
+ * The same rules as the Lua ack (lua/includes/ack.lua, ack_verdict): an ack that repeats one already
  * applied is a success flagged `repeat` (its `dlq` what the first answer said) and changes
  * nothing; under a lease the recorded answer decides, without one a resolved message repeats
  * a completed/success ack.

@@ -1,6 +1,6 @@
 /*
- * Failed attempts and dead letters on the in-process backend: the rules of fail_attempt and
- * dead_letter in lua/includes/broker.lua, and of lua/requeueDlq-1.lua.
+ * Failed attempts and dead letters on the in-process backend: the rules of fail_attempt
+ * (lua/includes/leases.lua), dead_letter (lua/includes/broker.lua) and lua/requeueDlq-1.lua.
  */
 import { newId } from '../identifiers.js';
 import type { DeadLetter } from '../storage.js';

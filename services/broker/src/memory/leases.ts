@@ -1,7 +1,7 @@
 /*
  * Leases on the in-process backend: release, expiry (a lease expiry is an attempt), extension
- * and the sweep; the rules of release_lease and expire_lease in lua/includes/broker.lua and of
- * lua/extendLease-1.lua and lua/sweepLeases-1.lua.
+ * and the sweep; the rules of lua/includes/leases.lua, lua/extendLease-1.lua and
+ * lua/sweepLeases-1.lua.
  */
 import type { LeaseExtension, LeaseSweep } from '../storage.js';
 import { failAttempt } from './dead-letters.js';

@@ -1,6 +1,6 @@
 /*
  * Push on the in-process backend: the rules of lua/push-1.lua (push_items in
- * lua/includes/broker.lua): dedup by transactionId per partition, maxSize against the slowest
+ * lua/includes/push.lua): dedup by transactionId per partition, maxSize against the slowest
  * group's backlog, sealed payloads only on a queue with encryptionEnabled.
  */
 import { isSealedText } from '../encryption.js';

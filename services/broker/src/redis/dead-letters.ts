@@ -1,5 +1,5 @@
 /*
- * Dead letters on the Redis backend: the `dlq` stream (written by fail_attempt and dead_letter in
+ * Dead letters on the Redis backend: the `dlq` stream (written by dead_letter in
  * lua/includes/broker.lua), listed with plain commands and requeued by lua/requeueDlq-1.lua.
  */
 import { newId, streamIdTime } from '../identifiers.js';

@@ -7,7 +7,7 @@ import { namespaceAndTask, partitionIdOf } from '../identifiers.js';
 import { type PushItem, type PushResult, pushCapacity } from '../storage.js';
 import { encode, type RedisBackend, type Reply } from './context.js';
 
-/** One item's ARGV entries, in the order the push logic of lua/includes/broker.lua reads them. */
+/** One item's ARGV entries, in the order push_items (lua/includes/push.lua) reads them. */
 export function pushItemArguments(item: PushItem, partitionId: string): string[] {
   return [
     encode(item.partition),
