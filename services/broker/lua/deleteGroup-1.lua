@@ -5,7 +5,7 @@
   ARGV[2]  group (URI-encoded)
   Returns 1 if the group existed in this queue, else 0.
   Resend-safe for its effects (the group is gone either way); a second run answers 0, so the
-  caller also checks existence before the call (storage-redis.ts deleteGroup).
+  caller also checks existence before the call (redis/groups.ts deleteGroup).
 ]]
 --@include broker
 

@@ -6,7 +6,7 @@
   ARGV[3]  transactionId
   Returns 1 when deleted, 0 when not found.
   Resend-safe for its effects (the message is gone either way); a second run answers 0, so the
-  caller also checks existence before the call (storage-redis.ts deleteMessage).
+  caller also checks existence before the call (redis/messages.ts deleteMessage).
 ]]
 --@include broker
 

@@ -4,7 +4,7 @@
   ARGV[1]  base: <prefix>{<queue>}:
   Returns the partition ids that existed (so the caller can drop them from the global index).
   Resend-safe for its effects; a second run returns no partition ids, so the caller also reads
-  them before the call (storage-redis.ts deleteQueue) to drop the first run's from the index.
+  them before the call (redis/queues.ts deleteQueue) to drop the first run's from the index.
 ]]
 --@include broker
 

@@ -74,9 +74,9 @@ for index, op in ipairs(ops) do
     local results = push_items(op.base, { op.item }, config_of(op.base), now, op.namespace, op.task)
     out[index] = { 'push', results[1][1], results[1][2] }
   else
-    local ok, err, released, dlq, again = apply_ack(op.base, op.p, op.g, op.txn, op.status, op.lease,
-      op.err, config_of(op.base), now)
-    out[index] = { 'ack', ok, dlq, again }
+    -- One ack at a time: operations apply in their order, pushes and acks interleaved.
+    local answer = ack_many(op.base, { op }, config_of(op.base), now)[1]
+    out[index] = { 'ack', answer[1], answer[4], answer[5] }
   end
 end
 return { 'OK', out }

@@ -10,7 +10,6 @@ import { type Job, Queue, Worker } from 'bullmq';
 import type { FastifyBaseLogger } from 'fastify';
 import { closeRedis, settleWithin } from './close.js';
 import type { BrokerMetrics } from './metrics.js';
-import { applyRetention } from './retention.js';
 import type { BrokerStorage } from './storage.js';
 
 export interface MaintenanceIntervals {
@@ -52,7 +51,7 @@ function runner(storage: BrokerStorage, metrics: BrokerMetrics): Record<JobName,
       for (const { queue, count } of sweep.expired) metrics.leaseExpiries.inc({ queue }, count);
       return sweep;
     },
-    retention: () => applyRetention(storage),
+    retention: () => storage.applyRetention(),
     stats: () => storage.refreshStats(),
   };
 }

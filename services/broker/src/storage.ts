@@ -1,10 +1,14 @@
 /**
  * The storage port: what the broker needs from a backend. Two adapters implement it,
- * storage-redis.ts (Redis Streams, any number of nodes) and storage-memory.ts (one process),
- * and one contract suite (test/storage-contract.test.ts) runs against both.
+ * storage-redis.ts (Redis Streams, any number of nodes; its modules in redis/) and
+ * storage-memory.ts (one process; its modules in memory/), one module per concern named as
+ * its Lua script, and one contract suite (test/contract.test.ts) runs against both.
  * Names here are the client's names (queue, partition, group), never encoded.
  */
+import type { PushItem, PushResult } from './push-item.js';
 import type { StreamsStorage } from './streams/types.js';
+
+export type { PushItem, PushResult } from './push-item.js';
 
 export const QUEUE_MODE = '__QUEUE_MODE__';
 export const DEFAULT_PARTITION = 'Default';
@@ -53,27 +57,6 @@ export interface QueueInfo {
   createdAt: string;
   options: QueueOptions;
   partitions: number;
-}
-
-export interface PushItem {
-  queue: string;
-  partition: string;
-  transactionId: string;
-  messageId: string;
-  traceId: string | null;
-  /** The payload as JSON text (serialized once at the edge, stored as is). */
-  data: string;
-  producerSub: string | null;
-}
-
-export interface PushResult {
-  index: number;
-  transaction_id: string;
-  status: 'queued' | 'duplicate';
-  message_id: string;
-  partition_id: string;
-  trace_id: string | null;
-  queueName: string;
 }
 
 export type SubscriptionStart = { mode: 'all' } | { mode: 'new' } | { mode: 'from'; at: number };
@@ -310,7 +293,7 @@ export interface BrokerStorage {
 
   /** Maintenance (one node runs each at a time with the Redis backend). */
   sweepLeases(): Promise<LeaseSweep>;
-  /** Deletes what retention and eviction allow (retention.ts); keeps going while work is due, up to `budgetMs`. */
+  /** Deletes what retention and eviction allow (redis/retention.ts); keeps going while work is due, up to `budgetMs`. */
   applyRetention(budgetMs?: number): Promise<number>;
   refreshStats(): Promise<QueueStats[]>;
   /** The last stats snapshot (cheap: what /metrics reads). */

@@ -1,36 +1,22 @@
-import { type PushItem, type PushResult, pushCapacity } from '../storage.js';
-import type {
-  MemoryConsumer as Consumer,
-  MemoryMessage as Message,
-  MemoryPartition as Partition,
-  MemoryQueue as Queue,
-} from '../storage-memory.js';
+import { deadLetter } from '../memory/dead-letters.js';
+import { releaseLease } from '../memory/leases.js';
+import { append, checkCapacity, countFresh } from '../memory/push.js';
+import {
+  advance,
+  after,
+  type MemoryConsumer as Consumer,
+  consumerOf,
+  locate,
+  type MemoryStore,
+  type MemoryMessage as Message,
+  notify,
+  type MemoryPartition as Partition,
+  type MemoryQueue as Queue,
+  reschedule,
+  resolve,
+} from '../memory/state.js';
+import { pushCapacity } from '../storage.js';
 import type { CycleQueueSide, PrepareCycle } from './types.js';
-
-/** The in-process backend's internals a cycle uses (MemoryStorage.cycleHost). */
-export interface MemoryCycleHost {
-  locate(partitionId: string): { queue: Queue; partition: Partition } | undefined;
-  consumer(queue: Queue, partition: Partition, group: string): Consumer;
-  /** Why these pushes would overflow a queue's maxSize, if they would. */
-  capacityError(items: PushItem[]): string | undefined;
-  append(item: PushItem, index: number, now: number): PushResult;
-  notify(queues: Iterable<string | readonly [string, number]>): void;
-  /** Index of the first message after `position`. */
-  after(partition: Partition, position: number): number;
-  resolve(queue: Queue, consumer: Consumer, group: string, seq: number): void;
-  deadLetter(
-    queue: Queue,
-    partition: Partition,
-    group: string,
-    message: Message,
-    error: string,
-    attempts: number,
-    now: number,
-  ): void;
-  releaseLease(queue: Queue, partition: Partition, group: string, consumer: Consumer): void;
-  advance(partition: Partition, consumer: Consumer): void;
-  reschedule(queue: Queue, partition: Partition, group: string, now: number): void;
-}
 
 /**
  * The queue side of a streams cycle on the in-process backend, with the same rules as
@@ -39,17 +25,17 @@ export interface MemoryCycleHost {
  * one synchronous step.
  */
 export function prepareMemoryCycle(
-  host: MemoryCycleHost,
+  store: MemoryStore,
   pushItems: Parameters<PrepareCycle>[0],
   request: Parameters<PrepareCycle>[1],
 ): ReturnType<PrepareCycle> {
   const now = Date.now();
   let located: { queue: Queue; partition: Partition; consumer: Consumer; message: Message } | undefined;
   if (request) {
-    const found = host.locate(request.partitionId);
+    const found = locate(store, request.partitionId);
     const message = found?.partition.dedup.get(request.ack.transactionId);
     if (!found || !message) return 'Message not found';
-    const consumer = host.consumer(found.queue, found.partition, request.group);
+    const consumer = consumerOf(found.queue, found.partition, request.group);
     const lease = consumer.lease;
     if (request.ack.leaseId) {
       if (!lease || lease.id !== request.ack.leaseId || lease.expiresAt <= now)
@@ -61,11 +47,11 @@ export function prepareMemoryCycle(
     }
     located = { ...found, consumer, message };
   }
-  const full = host.capacityError(pushItems);
-  if (full) return full;
+  const full = checkCapacity(store, countFresh(store, pushItems));
+  if (full) return `Queue is full (maxSize ${full.maxSize})`;
   return (): CycleQueueSide => {
-    const pushResults = pushItems.map((item, index) => host.append(item, index, now));
-    host.notify(pushCapacity(pushItems, pushResults));
+    const pushResults = pushItems.map((item, index) => append(store, item, index, now));
+    notify(store, pushCapacity(pushItems, pushResults));
     if (!request || !located) return { pushResults, ackResult: null, sourceQueue: null };
     const { queue, partition, consumer, message } = located;
     const { ack, group } = request;
@@ -74,23 +60,23 @@ export function prepareMemoryCycle(
     const dlq = ack.status === 'failed' || ack.status === 'dlq';
     if (dlq && queue.options.deadLetterQueue) {
       const attempts = consumer.attempts.get(message.seq) ?? 0;
-      host.deadLetter(queue, partition, group, message, ack.error ?? '', attempts, now);
+      deadLetter(store, queue, partition, group, message, ack.error ?? '', attempts, now);
     }
     // The cursor moves to the acked message: everything up to it is consumed by the group.
-    for (let index = host.after(partition, consumer.position); index < partition.messages.length; index++) {
+    for (let index = after(partition, consumer.position); index < partition.messages.length; index++) {
       const seq = (partition.messages[index] as Message).seq;
       if (seq > message.seq) break;
-      host.resolve(queue, consumer, group, seq);
+      resolve(queue, consumer, group, seq);
       if (held && seq <= lease.upto) lease.answered.add(seq);
     }
     let released = false;
     if (held && ((ack.leaseId && request.releaseLease) || dlq || lease.answered.size >= lease.size)) {
-      host.releaseLease(queue, partition, group, consumer);
+      releaseLease(queue, partition, group, consumer);
       released = true;
     }
-    host.advance(partition, consumer);
-    if (released || !lease) host.reschedule(queue, partition, group, now);
-    if (released) host.notify([[queue.name, 1]]);
+    advance(partition, consumer);
+    if (released || !lease) reschedule(queue, partition, group, now);
+    if (released) notify(store, [[queue.name, 1]]);
     return {
       pushResults,
       ackResult: { success: true, count: dlq ? 0 : ack.count, lease_released: released, dlq },

@@ -1,4 +1,4 @@
-import type { PushItem, PushResult } from '../storage.js';
+import type { PushItem, PushResult } from '../push-item.js';
 
 /*
  * The streams storage port (Queen's streams API, docs/broker.md "Streams"): both backends

@@ -1,49 +1,15 @@
-import type { MemoryConsumer, MemoryMessage, MemoryPartition, MemoryQueue } from './storage-memory.js';
-
 /*
- * The in-process backend's retention, eviction and maxSize depth: the rules of
- * lua/retention-1.lua and lua/includes/broker.lua (queue_depth) on plain maps
- * (docs/broker.md "Queue options").
+ * Retention and eviction on the in-process backend: the rules of lua/retention-1.lua on plain
+ * maps (docs/broker.md "Queue options"; the rules are listed in redis/retention.ts).
  */
-
-/** A partition's consumer state for a group, created at the group's subscription start. */
-export type ConsumerOf = (partition: MemoryPartition, group: string) => MemoryConsumer;
-
-/** Index of the first message with seq > position (messages are in seq order). */
-function firstAfter(messages: readonly MemoryMessage[], position: number): number {
-  let low = 0;
-  let high = messages.length;
-  while (low < high) {
-    const middle = (low + high) >> 1;
-    if ((messages[middle] as MemoryMessage).seq <= position) low = middle + 1;
-    else high = middle;
-  }
-  return low;
-}
-
-/**
- * What maxSize is compared with: the backlog of the slowest group (retained messages it has
- * not resolved); before any group exists, every retained message.
- */
-export function queueDepth(queue: MemoryQueue, consumerOf: ConsumerOf): number {
-  let retained = 0;
-  for (const partition of queue.partitions.values()) retained += partition.messages.length;
-  if (queue.groups.size === 0) return retained;
-  let depth = 0;
-  for (const group of queue.groups.keys()) depth = Math.max(depth, groupBacklog(queue, group, consumerOf));
-  return depth;
-}
-
-/** Retained messages `group` has not resolved (lua pending:<g>): its lag in the stats. */
-export function groupBacklog(queue: MemoryQueue, group: string, consumerOf: ConsumerOf): number {
-  let pending = 0;
-  for (const partition of queue.partitions.values()) {
-    const consumer = consumerOf(partition, group);
-    pending += partition.messages.length - firstAfter(partition.messages, consumer.position);
-    pending -= consumer.resolved.size;
-  }
-  return pending;
-}
+import {
+  after,
+  consumerOf,
+  type MemoryMessage,
+  type MemoryPartition,
+  type MemoryQueue,
+  type MemoryStore,
+} from './state.js';
 
 /** Removes `doomed` (in seq order) from a partition; groups behind them move past. */
 function drop(partition: MemoryPartition, doomed: readonly MemoryMessage[]): number {
@@ -60,7 +26,7 @@ function drop(partition: MemoryPartition, doomed: readonly MemoryMessage[]): num
 }
 
 /** Applies retention and eviction to one queue at `now`; returns the number of messages deleted. */
-export function applyQueueRetention(queue: MemoryQueue, now: number, consumerOf: ConsumerOf): number {
+function applyQueueRetention(queue: MemoryQueue, now: number): number {
   const options = queue.options;
   let ageWindow =
     options.retentionEnabled && options.retentionSeconds > 0 ? options.retentionSeconds * 1000 : 0;
@@ -75,7 +41,7 @@ export function applyQueueRetention(queue: MemoryQueue, now: number, consumerOf:
     let minPosition: number | undefined;
     let leasedPosition: number | undefined;
     for (const group of queue.groups.keys()) {
-      const consumer = consumerOf(partition, group);
+      const consumer = consumerOf(queue, partition, group);
       minPosition = minPosition === undefined ? consumer.position : Math.min(minPosition, consumer.position);
       if (consumer.lease) {
         leasedPosition =
@@ -98,11 +64,7 @@ export function applyQueueRetention(queue: MemoryQueue, now: number, consumerOf:
     // Eviction behind completed messages that are kept: the waiting ones right after them.
     if (waitWindow > 0 && minPosition !== undefined) {
       const evicted: MemoryMessage[] = [];
-      for (
-        let index = firstAfter(partition.messages, minPosition);
-        index < partition.messages.length;
-        index++
-      ) {
+      for (let index = after(partition, minPosition); index < partition.messages.length; index++) {
         const message = partition.messages[index] as MemoryMessage;
         if (!waitedTooLong(message)) break;
         evicted.push(message);
@@ -110,5 +72,13 @@ export function applyQueueRetention(queue: MemoryQueue, now: number, consumerOf:
       if (evicted.length > 0) deleted += drop(partition, evicted);
     }
   }
+  return deleted;
+}
+
+/** Applies retention and eviction to every queue; returns the number of messages deleted. */
+export function applyRetention(store: MemoryStore): number {
+  const now = Date.now();
+  let deleted = 0;
+  for (const queue of store.queues.values()) deleted += applyQueueRetention(queue, now);
   return deleted;
 }

@@ -1,3 +1,5 @@
+// Lease extension at the edge (POST /api/v1/lease/:leaseId/extend): parses the seconds and asks
+// the storage, which extends (memory/leases.ts, redis/leases.ts).
 import type { BrokerContext } from './context.js';
 import { invalidRequest } from './errors.js';
 import type { LeaseExtension } from './storage.js';

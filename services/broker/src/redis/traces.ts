@@ -1,6 +1,6 @@
 import type { Redis } from '@herald/redis';
-import { newId } from './identifiers.js';
-import type { TraceEntry, TraceInput } from './storage.js';
+import { newId } from '../identifiers.js';
+import type { TraceEntry, TraceInput } from '../storage.js';
 
 const TRACE_TTL_SECONDS = 7 * 24 * 3600;
 /** Entries kept per message and per trace name (the oldest go first). */

@@ -1,7 +1,7 @@
 import type { Redis } from '@herald/redis';
-import type { BrokerStorage } from './storage.js';
+import type { RedisBackend } from './context.js';
 
-/**
+/*
  * Retention and eviction (docs/broker.md "Queue options", as Queen's retention and eviction
  * services apply them). Per queue, a message is deleted, with its dedup entry:
  *  - completed: every consumer group resolved it and it is older than
@@ -13,23 +13,32 @@ import type { BrokerStorage } from './storage.js';
  * The scripts only visit partitions queued in the per-queue `trim` index (a push, an ack or a
  * configure schedules them), never every partition, and delete a bounded batch per call; a
  * run calls again while work is due so trimming keeps up with the push rate
- * (docs/benchmarks.md "Retention").
+ * (docs/benchmarks.md "Retention"). The in-process backend applies the same rules
+ * (memory/retention.ts).
  */
-export async function applyRetention(storage: BrokerStorage, budgetMs?: number): Promise<number> {
-  return storage.applyRetention(budgetMs);
-}
 
 /** How long one retention run may keep calling while work remains (then the next run goes on). */
 export const RETENTION_RUN_BUDGET_MS = 2000;
 
 /** Per call of the retention script: partitions visited, entries per partition, entries in all. */
-export const RETENTION_BATCH = { partitions: 100, perPartition: 2000, perCall: 5000 } as const;
+const RETENTION_BATCH = { partitions: 100, perPartition: 2000, perCall: 5000 } as const;
+
+/** Runs lua/retention-1.lua over every queue while work is due, up to `budgetMs`; returns the messages deleted. */
+export async function applyRetention(backend: RedisBackend, budgetMs: number): Promise<number> {
+  const { partitions, perPartition, perCall } = RETENTION_BATCH;
+  return retentionRounds(await backend.registry.queueNames(), budgetMs, async (queue) => {
+    const base = backend.base(queue);
+    const args = [base, partitions, perPartition, perCall];
+    const [deleted, more] = await backend.run<[number, number]>('retention', [`${base}cfg`], args);
+    return { deleted: Number(deleted), more: Number(more) === 1 };
+  });
+}
 
 /**
  * Runs `once` for every queue, then again for those that answered `more` (work still due),
  * until none has more or `budgetMs` has passed. Returns the number of messages deleted.
  */
-export async function retentionRounds(
+async function retentionRounds(
   queues: readonly string[],
   budgetMs: number,
   once: (queue: string) => Promise<{ deleted: number; more: boolean }>,

@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import { newId } from './identifiers.js';
+import { newId } from '../identifiers.js';
 
 /** How often a node checks that Redis still holds what it registered. */
 const EPOCH_CHECK_MS = 2000;
@@ -53,6 +53,11 @@ export class RedisRegistry {
       );
     }
     await Promise.all(pending);
+  }
+
+  /** Every registered queue, sorted (the set the maintenance jobs walk), read from Redis. */
+  async queueNames(): Promise<string[]> {
+    return (await this.redis.smembers(this.key('queues'))).sort();
   }
 
   /** The (queue, partition) a partition id names, from memory or from the index. */

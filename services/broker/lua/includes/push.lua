@@ -1,0 +1,107 @@
+--[[
+  push_items: dedup and maxSize (the caller refuses unsealed payloads first: clear_on_sealed_queue).
+  Part of lua/includes/broker.lua (included from there, after what it uses).
+]]
+
+-- Appends the items of one queue. items: list of {p, pid, txn, mid, trace, data, sub}.
+-- Returns per item {status, messageId} (status 1 queued, 0 duplicate) or nil, size when full.
+-- An item whose transactionId is stored under its own messageId (the node's fresh id for
+-- this request) was stored by a first run of the same request: answered queued again.
+local function push_items(base, items, cfg, now, namespace, task)
+  local cfgkey = base .. 'cfg'
+  if redis.call('HSETNX', cfgkey, 'createdAt', fmt(now)) == 1 then
+    redis.call('HSET', cfgkey, 'namespace', namespace, 'task', task)
+  end
+  -- Dedup lookups: one HMGET per partition, not one HGET per item.
+  local by_partition, partitions = {}, {}
+  for i, it in ipairs(items) do
+    local list = by_partition[it[1]]
+    if not list then
+      list = {}
+      by_partition[it[1]] = list
+      partitions[#partitions + 1] = it[1]
+    end
+    list[#list + 1] = i
+  end
+  local stored = {}
+  for _, p in ipairs(partitions) do
+    local list = by_partition[p]
+    local txns = {}
+    for j, i in ipairs(list) do txns[j] = items[i][3] end
+    for s = 1, #txns, 1000 do
+      local values = redis.call('HMGET', base .. 'd:' .. p, unpack(txns, s, math.min(s + 999, #txns)))
+      for j, v in ipairs(values) do stored[list[s + j - 1]] = v end
+    end
+  end
+  local seen = {}
+  local fresh = 0
+  local results = {}
+  -- Items this very request stored already (a resent script: the node's messageId matches).
+  local again = {}
+  for i, it in ipairs(items) do
+    local key = it[1] .. '\n' .. it[3]
+    local existing = seen[key]
+    if not existing then
+      local d = stored[i]
+      if d then
+        existing = string.match(d, ' (.*)$')
+        if existing == it[4] then again[i] = true end
+      end
+    end
+    if again[i] then
+      seen[key] = existing
+      results[i] = { 1, existing }
+    elseif existing then
+      results[i] = { 0, existing }
+    else
+      seen[key] = it[4]
+      fresh = fresh + 1
+      results[i] = { 1, it[4] }
+    end
+  end
+  local groups = redis.call('HKEYS', base .. 'groups')
+  if cfg.maxSize > 0 then
+    local depth = queue_depth(base, groups)
+    if depth + fresh > cfg.maxSize then return nil, depth end
+  end
+  local touched = {}
+  local dedup_writes = {}
+  for i, it in ipairs(items) do
+    if results[i][1] == 1 and not again[i] then
+      local p = it[1]
+      local id = redis.call('XADD', base .. 's:' .. p, '*', 'm', it[4], 't', it[3], 'tr', it[5],
+        'd', it[6], 's', it[7])
+      local writes = dedup_writes[p]
+      if not writes then
+        writes = {}
+        dedup_writes[p] = writes
+      end
+      writes[#writes + 1] = it[3]
+      writes[#writes + 1] = id .. ' ' .. it[4]
+      if not touched[p] then
+        touched[p] = true
+        redis.call('HSET', base .. 'parts', p, it[2])
+        redis.call('HSET', base .. 'pids', it[2], p)
+        for _, g in ipairs(groups) do
+          redis.call('ZADD', base .. 'ready:' .. g, 'NX', now, p)
+        end
+        local horizon = age_horizon(cfg)
+        if horizon > 0 then schedule_trim(base, p, now + horizon * 1000) end
+      end
+    end
+  end
+  for _, p in ipairs(partitions) do
+    local writes = dedup_writes[p]
+    if writes then
+      for s = 1, #writes, 1000 do
+        redis.call('HSET', base .. 'd:' .. p, unpack(writes, s, math.min(s + 999, #writes)))
+      end
+    end
+  end
+  if fresh > 0 then
+    redis.call('HINCRBY', base .. 'stats', 'pushed', fresh)
+    redis.call('HINCRBY', base .. 'stats', 'size', fresh)
+    for _, g in ipairs(groups) do redis.call('HINCRBY', base .. 'stats', 'pending:' .. g, fresh) end
+  end
+  return results
+end

@@ -1,0 +1,76 @@
+/*
+ * Queues on the Redis backend: configure (the `cfg` hash, plain commands), listing, lookup and
+ * lua/deleteQueue-1.lua.
+ */
+import { namespaceAndTask } from '../identifiers.js';
+import { DEFAULT_QUEUE_OPTIONS, type QueueInfo, type QueueOptions } from '../storage.js';
+import type { RedisBackend } from './context.js';
+import { scheduleAllPartitions } from './retention.js';
+
+function parseOptions(hash: Record<string, string>): QueueOptions {
+  const options = { ...DEFAULT_QUEUE_OPTIONS } as Record<string, number | boolean>;
+  for (const [name, fallback] of Object.entries(DEFAULT_QUEUE_OPTIONS)) {
+    const raw = hash[name];
+    if (raw === undefined) continue;
+    options[name] = typeof fallback === 'boolean' ? raw === 'true' : Number(raw);
+  }
+  return options as unknown as QueueOptions;
+}
+
+export async function configure(
+  backend: RedisBackend,
+  queue: string,
+  options: Partial<QueueOptions>,
+  names: { namespace: string; task: string },
+): Promise<QueueInfo> {
+  const base = backend.base(queue);
+  const fields: string[] = ['namespace', names.namespace, 'task', names.task];
+  for (const [name, value] of Object.entries(options)) fields.push(name, String(value));
+  await backend.redis
+    .multi()
+    .hsetnx(`${base}cfg`, 'createdAt', String(Date.now()))
+    .hset(`${base}cfg`, ...fields)
+    .exec();
+  await scheduleAllPartitions(backend.redis, base);
+  await backend.registry.register(queue, []);
+  return (await getQueue(backend, queue)) as QueueInfo;
+}
+
+export async function listQueues(backend: RedisBackend): Promise<QueueInfo[]> {
+  const queues = await Promise.all(
+    (await backend.registry.queueNames()).map((queue) => getQueue(backend, queue)),
+  );
+  return queues.filter((queue): queue is QueueInfo => queue !== undefined);
+}
+
+export async function getQueue(backend: RedisBackend, queue: string): Promise<QueueInfo | undefined> {
+  const base = backend.base(queue);
+  const [config, partitions] = await Promise.all([
+    backend.redis.hgetall(`${base}cfg`),
+    backend.redis.hlen(`${base}parts`),
+  ]);
+  if (!config.createdAt) return undefined;
+  const names = namespaceAndTask(queue);
+  return {
+    name: queue,
+    namespace: config.namespace || names.namespace,
+    task: config.task || names.task,
+    createdAt: new Date(Number(config.createdAt)).toISOString(),
+    options: parseOptions(config),
+    partitions,
+  };
+}
+
+export async function deleteQueue(backend: RedisBackend, queue: string): Promise<boolean> {
+  const base = backend.base(queue);
+  const exists = await backend.redis.exists(`${base}cfg`);
+  // Read first as well: a resent script (its first reply lost) returns no ids, and the first
+  // run's would stay in the global index.
+  const known = await backend.redis.hvals(`${base}parts`);
+  const ids = [
+    ...new Set([...known, ...(await backend.run<string[]>('deleteQueue', [`${base}cfg`], [base]))]),
+  ];
+  await backend.registry.remove(queue, ids);
+  await backend.redis.hdel(backend.key('stats'), queue);
+  return exists === 1;
+}
