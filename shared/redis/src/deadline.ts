@@ -61,7 +61,8 @@ function keyOf(command: Command, stream: Stream | undefined): object {
  *   progress excepted), a new command is refused at once: it never enters the offline queue.
  * - Any other command (queued during the first connect or a handshake, written and not yet
  *   answered, or waiting to be re-sent) is refused once `timeoutMs` passed without a reply,
- *   checked every `timeoutMs / 4` (100 ms at most): refused within 1.25 x `timeoutMs`.
+ *   checked every `timeoutMs / 4` (100 ms at most), after the replies already received are
+ *   read: refused within 1.25 x `timeoutMs`.
  * - A refused command is never written afterwards: ioredis re-sends unanswered commands and
  *   flushes its offline queue through `sendCommand` once reconnected, and this wrapper drops
  *   refused ones there. Unanswered commands that are still within their deadline are re-sent
@@ -120,6 +121,11 @@ export function applyDeadlines(redis: Redis, timeoutMs: number, target: string):
     }
   };
 
+  // Timers run before the event loop reads its sockets: after a stall (CPU starvation, a long
+  // GC pause) the sweep would refuse commands whose replies are already waiting to be read.
+  // setImmediate runs it after this turn's reads, so only replies that truly did not come count.
+  const sweepAfterReads = () => setImmediate(sweep);
+
   redis.sendCommand = ((command: Command, stream?: Stream) => {
     const key = keyOf(command, stream);
     const refusal = refused.get(key);
@@ -142,7 +148,7 @@ export function applyDeadlines(redis: Redis, timeoutMs: number, target: string):
     // The deadline counts from the first attempt, not from a re-send.
     if (!firstSent.has(key)) firstSent.set(key, Date.now());
     if (!sweeper) {
-      sweeper = setInterval(sweep, Math.min(100, Math.max(1, Math.floor(timeoutMs / 4))));
+      sweeper = setInterval(sweepAfterReads, Math.min(100, Math.max(1, Math.floor(timeoutMs / 4))));
       sweeper.unref();
     }
     return send(command, stream);

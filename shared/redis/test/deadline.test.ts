@@ -4,6 +4,7 @@
  * ioredis re-sends unanswered commands and flushes its offline queue on reconnect.
  */
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { once } from 'node:events';
 import { after, test } from 'node:test';
 import { freePort, RedisServer, waitFor } from '@herald/testkit';
@@ -112,4 +113,20 @@ test('commands sent before the first connect succeeds are refused by their deadl
   await startServer(port);
   await waitFor(() => redis.status === 'ready', { what: 'first connect' });
   assert.equal(await redis.get('boot'), null);
+});
+
+test('a reply that arrived while the event loop was blocked past the deadline is taken, not refused', async () => {
+  // A node starved of CPU (or in a long GC pause) runs its overdue timers before it reads the
+  // replies that came in meanwhile: the sweep must not refuse a command Redis already answered.
+  const server = await startServer();
+  const redis = connectTo(server.url, 100);
+  await once(redis, 'ready');
+  const pending = redis.incr('counter');
+  // Block the event loop until another client sees the increment (so Redis has executed it and
+  // written its reply), then for three deadlines more.
+  const readCounter = () =>
+    execFileSync('redis-cli', ['-p', String(server.port), 'GET', 'counter'], { encoding: 'utf8' }).trim();
+  while (readCounter() !== '1');
+  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 300);
+  assert.equal(await pending, 1);
 });
