@@ -61,14 +61,17 @@ export function registerConsumerGroupRoutes(app: FastifyInstance, context: Broke
     return view;
   });
 
+  // Queen's delete_consumer_group_v1 / delete_consumer_group_for_queue_v1: 200 whether or not
+  // the group existed. `deletedPartitions` counts the partitions of each queue the group was on
+  // (a Herald group's position covers every partition of its queue). Herald keeps a group's
+  // subscription with its state, so both go whatever `deleteMetadata` says.
   app.delete<{ Params: { group: string } }>('/api/v1/consumer-groups/:group', ADMIN, async (request) => {
     const group = name(request.params.group, 'group');
-    const deletedFrom: string[] = [];
+    let deletedPartitions = 0;
     for (const queue of await storage.listQueues()) {
-      if (await storage.deleteGroup(queue.name, group)) deletedFrom.push(queue.name);
+      if (await storage.deleteGroup(queue.name, group)) deletedPartitions += queue.partitions;
     }
-    if (deletedFrom.length === 0) throw notFound(`Consumer group '${group}' not found`);
-    return { deleted: true, consumerGroup: group, queues: deletedFrom };
+    return { success: true, consumerGroup: group, deletedPartitions, metadataDeleted: true };
   });
 
   app.delete<{ Params: { group: string; queue: string } }>(
@@ -77,10 +80,15 @@ export function registerConsumerGroupRoutes(app: FastifyInstance, context: Broke
     async (request) => {
       const group = name(request.params.group, 'group');
       const queue = name(request.params.queue, 'queue');
-      if (!(await storage.deleteGroup(queue, group))) {
-        throw notFound(`Consumer group '${group}' not found on queue '${queue}'`);
-      }
-      return { deleted: true, consumerGroup: group, queue };
+      const partitions = (await storage.getQueue(queue))?.partitions ?? 0;
+      const deletedPartitions = (await storage.deleteGroup(queue, group)) ? partitions : 0;
+      return {
+        success: true,
+        consumerGroup: group,
+        queueName: queue,
+        deletedPartitions,
+        metadataDeleted: true,
+      };
     },
   );
 

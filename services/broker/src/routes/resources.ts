@@ -72,8 +72,8 @@ export function registerResourceRoutes(app: FastifyInstance, context: BrokerCont
     const queue = name(request.params.queue, 'queue');
     // Its series go even when nothing was stored (a push refused as a whole still counted).
     context.metrics.forgetQueue(queue);
-    if (!(await storage.deleteQueue(queue))) throw notFound(`Queue '${queue}' not found`);
-    return { deleted: true, queue };
+    // Queen's delete_queue_v1: 200 whether or not the queue existed, `existed` says which.
+    return { deleted: true, queue, existed: await storage.deleteQueue(queue) };
   });
 
   app.get('/api/v1/resources/namespaces', READ_ONLY, async () => {
@@ -152,10 +152,14 @@ export function registerResourceRoutes(app: FastifyInstance, context: BrokerCont
     async (request) => {
       const partitionId = name(request.params.partitionId, 'partitionId');
       const transactionId = name(request.params.transactionId, 'transactionId');
-      if (!(await storage.deleteMessage(partitionId, transactionId))) {
-        throw notFound('Message not found');
-      }
-      return { deleted: true, ...request.params };
+      // Queen's delete_message_v1: 200 either way, `success` says whether it was there.
+      const success = await storage.deleteMessage(partitionId, transactionId);
+      return {
+        success,
+        partitionId,
+        transactionId,
+        message: success ? 'Message deleted successfully' : 'Message not found',
+      };
     },
   );
 
