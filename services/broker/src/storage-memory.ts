@@ -263,6 +263,9 @@ export class MemoryStorage implements BrokerStorage {
     },
     consumer: (queue, partition, group) => this.consumer(queue, partition, group),
     capacityError: (items) => {
+      // As lua/streams-cycle-0.lua: a clear sink payload for an encrypted queue is refused.
+      const unsealed = this.unsealedQueue(items);
+      if (unsealed !== undefined) throw encryptionChanged(unsealed);
       const full = this.checkCapacity(this.countFresh(items));
       return full && `Queue is full (maxSize ${full.maxSize})`;
     },

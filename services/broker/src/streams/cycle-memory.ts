@@ -11,7 +11,7 @@ import type { CycleQueueSide, PrepareCycle } from './types.js';
 export interface MemoryCycleHost {
   locate(partitionId: string): { queue: Queue; partition: Partition } | undefined;
   consumer(queue: Queue, partition: Partition, group: string): Consumer;
-  /** Why these pushes would overflow a queue's maxSize, if they would. */
+  /** Why these pushes would overflow a queue's maxSize, if they would; throws encryptionChanged for a clear payload to an encrypted queue. */
   capacityError(items: PushItem[]): string | undefined;
   append(item: PushItem, index: number, now: number): PushResult;
   notify(queues: Iterable<string | readonly [string, number]>): void;
