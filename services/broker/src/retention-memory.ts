@@ -10,7 +10,7 @@ import type { MemoryConsumer, MemoryMessage, MemoryPartition, MemoryQueue } from
 export type ConsumerOf = (partition: MemoryPartition, group: string) => MemoryConsumer;
 
 /** Index of the first message with seq > position (messages are in seq order). */
-function firstAfter(messages: readonly MemoryMessage[], position: number): number {
+export function firstAfter(messages: readonly MemoryMessage[], position: number): number {
   let low = 0;
   let high = messages.length;
   while (low < high) {

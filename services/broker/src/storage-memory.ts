@@ -5,6 +5,7 @@ import { isSealedText } from './encryption.js';
 import { encryptionChanged, queueFull } from './errors.js';
 import { namespaceAndTask, newId, partitionIdOf } from './identifiers.js';
 import { applyQueueRetention, groupBacklog, queueDepth } from './retention-memory.js';
+import { type GroupExtras, groupExtras, partitionStates } from './stats-memory.js';
 import {
   type AckInput,
   type AckResult,
@@ -16,6 +17,7 @@ import {
   type LeaseSweep,
   type MessageView,
   newestFirstPage,
+  type PartitionState,
   type PoppedPartition,
   type PopRequest,
   type PopResult,
@@ -29,6 +31,7 @@ import {
   type QueueStats,
   type SeekTarget,
   type SystemFlags,
+  snapshotRates,
   type TraceEntry,
   type TraceInput,
   type TransactionOperation,
@@ -1128,6 +1131,11 @@ export class MemoryStorage implements BrokerStorage {
     return count;
   }
 
+  async partitionStates(name: string): Promise<PartitionState[]> {
+    const queue = this.queues.get(name);
+    return queue ? partitionStates(queue, (partition, group) => this.consumer(queue, partition, group)) : [];
+  }
+
   async groupsOf(name: string): Promise<string[]> {
     return [...(this.queues.get(name)?.groups.keys() ?? [])].sort();
   }
@@ -1237,13 +1245,16 @@ export class MemoryStorage implements BrokerStorage {
 
   async refreshStats(): Promise<QueueStats[]> {
     const now = Date.now();
+    const previous = new Map(this.statsSnapshot.map((stats) => [stats.queue, stats]));
     this.statsSnapshot = [...this.queues.values()].map((queue) => {
       const consumerOf = (partition: MemoryPartition, group: string) =>
         this.consumer(queue, partition, group);
+      const { leasedMessages, leasedAnswered, extras } = groupExtras(queue, consumerOf, now);
       const groups = [...queue.groups.keys()].map((group) => ({
         group,
         resolved: queue.resolvedBy.get(group) ?? 0,
         lag: groupBacklog(queue, group, consumerOf),
+        ...(extras.get(group) as GroupExtras),
       }));
       const pending = groups.length === 0 ? this.retained(queue) : Math.max(...groups.map((g) => g.lag));
       let oldest = 0;
@@ -1264,10 +1275,13 @@ export class MemoryStorage implements BrokerStorage {
         pushed: queue.pushed,
         retained: this.retained(queue),
         pending,
+        leasedMessages,
+        leasedAnswered,
         oldestPendingAgeSeconds: oldest === 0 || pending === 0 ? 0 : (now - oldest) / 1000,
         deadLetters: queue.deadLetters.length,
         leaseExpiries: queue.leaseExpiries,
         activeLeases,
+        ...snapshotRates(previous.get(queue.name), queue.pushed, groups, now),
         groups,
         at: now,
       };

@@ -35,6 +35,7 @@ import {
   type LeaseExtension,
   type LeaseSweep,
   type MessageView,
+  type PartitionState,
   type PopRequest,
   type PopResult,
   type PushItem,
@@ -46,6 +47,7 @@ import {
   type QueueStats,
   type SeekTarget,
   type SystemFlags,
+  snapshotRates,
   type TraceEntry,
   type TraceInput,
   type TransactionOperation,
@@ -54,6 +56,7 @@ import {
 import { listQueueMessagesRedis } from './storage-redis-messages.js';
 import { RedisStreams } from './streams/redis.js';
 import { RedisTraces } from './traces-redis.js';
+import { LIMITS } from './validation.js';
 
 export interface RedisStorageOptions {
   readonly url: string;
@@ -73,6 +76,8 @@ export const COMMAND_TIMEOUT_MS = 1000;
 const encode = encodeURIComponent;
 const decode = decodeURIComponent;
 const STATS_SAMPLE = 50;
+/** Active leases a stats run reads per queue to count `processing` (messages under lease). */
+const STATS_LEASES_READ = 10_000;
 /** Dead letters moved per requeue script run. */
 const REQUEUE_CHUNK = 1000;
 
@@ -724,6 +729,32 @@ export class RedisStorage implements BrokerStorage {
     return count;
   }
 
+  async partitionStates(queue: string): Promise<PartitionState[]> {
+    const base = this.base(queue);
+    const rows = await this.run<
+      [string, string, number, string, string, number, [string, number, string, number, number][]][]
+    >(
+      'partitions',
+      [`${base}cfg`],
+      [base, LIMITS.maxDetailedPartitions, LIMITS.partitionLagCount, LIMITS.partitionDeadLettersRead],
+    );
+    return rows.map(([partition, partitionId, retained, oldestAt, newestAt, deadLetters, groups]) => ({
+      partition: decode(partition),
+      partitionId,
+      retained: Number(retained),
+      oldestAt: Number(oldestAt),
+      newestAt: Number(newestAt),
+      deadLetters: Number(deadLetters),
+      groups: groups.map(([group, lag, oldestPendingAt, leaseActive, leased]) => ({
+        group: decode(group),
+        lag: Number(lag),
+        oldestPendingAt: Number(oldestPendingAt),
+        leaseActive: Number(leaseActive) === 1,
+        leased: Number(leased),
+      })),
+    }));
+  }
+
   async groupsOf(queue: string): Promise<string[]> {
     return (await this.redis.hkeys(`${this.base(queue)}groups`)).map(decode).sort();
   }
@@ -813,16 +844,34 @@ export class RedisStorage implements BrokerStorage {
 
   async refreshStats(): Promise<QueueStats[]> {
     const snapshot: QueueStats[] = [];
+    const previous = new Map((await this.cachedStats()).map((stats) => [stats.queue, stats]));
     for (const queue of await this.queueNames()) {
       const base = this.base(queue);
-      const [pushed, retained, dlq, expiries, partitions, oldest, leases, groups, now] = await this.run<
-        [number, number, number, number, number, string, number, [string, number, number][], string]
-      >('stats', [`${base}cfg`], [base, STATS_SAMPLE]);
+      const [pushed, retained, dlq, expiries, partitions, oldest, leases, groups, now, batch, answered] =
+        await this.run<
+          [
+            number,
+            number,
+            number,
+            number,
+            number,
+            string,
+            number,
+            [string, number, number, number, string, string][],
+            string,
+            number,
+            number,
+          ]
+        >('stats', [`${base}cfg`], [base, STATS_SAMPLE, STATS_LEASES_READ]);
       const names = namespaceAndTask(queue);
-      const groupStats = groups.map(([group, resolved, backlog]) => ({
+      const groupStats = groups.map(([group, resolved, backlog, withLag, groupOldest, start]) => ({
         group: decode(group),
         resolved: Number(resolved),
         lag: Math.max(0, Number(backlog)),
+        partitionsWithLag: Number(withLag),
+        oldestPendingAt: Number(groupOldest),
+        // A start position is '<ms-1>-<max>' (storage-redis pop), '0-0' for all history.
+        subscribedAt: start === '0-0' ? 0 : streamIdTime(start) + 1,
       }));
       const pending = groupStats.length === 0 ? Number(retained) : Math.max(...groupStats.map((g) => g.lag));
       const oldestMs = Number(oldest);
@@ -836,9 +885,12 @@ export class RedisStorage implements BrokerStorage {
         pending,
         oldestPendingAgeSeconds:
           oldestMs === 0 || pending === 0 ? 0 : Math.max(0, (Number(now) - oldestMs) / 1000),
+        leasedMessages: Number(batch),
+        leasedAnswered: Number(answered),
         deadLetters: Number(dlq),
         leaseExpiries: Number(expiries),
         activeLeases: Number(leases),
+        ...snapshotRates(previous.get(queue), Number(pushed), groupStats, Number(now)),
         groups: groupStats,
         at: Number(now),
       });

@@ -1,0 +1,94 @@
+import { firstAfter } from './retention-memory.js';
+import type { GroupStats, PartitionState } from './storage.js';
+import type { MemoryConsumer, MemoryPartition, MemoryQueue } from './storage-memory.js';
+import { LIMITS } from './validation.js';
+
+/*
+ * The in-process backend's statistics beyond counters: each group's lagging partitions and
+ * subscription, messages under lease (lua/stats-1.lua), and the per-partition state of the
+ * detailed views (lua/partitions-1.lua), with the same bounds.
+ */
+
+type ConsumerOf = (partition: MemoryPartition, group: string) => MemoryConsumer;
+
+/** Messages of an active lease, and of them those answered already. */
+function leaseCounts(consumer: MemoryConsumer, now: number): { batch: number; answered: number } {
+  const lease = consumer.lease;
+  if (!lease || lease.expiresAt <= now) return { batch: 0, answered: 0 };
+  return { batch: lease.size, answered: Math.min(lease.size, lease.answered.size) };
+}
+
+/** Unresolved messages of one partition for a group: first one's creation time and count (capped). */
+function pendingIn(partition: MemoryPartition, consumer: MemoryConsumer): { lag: number; oldestAt: number } {
+  const start = firstAfter(partition.messages, consumer.position);
+  const end = Math.min(partition.messages.length, start + LIMITS.partitionLagCount);
+  let lag = 0;
+  let oldestAt = 0;
+  for (let index = start; index < end; index++) {
+    const message = partition.messages[index];
+    if (!message || consumer.resolved.has(message.seq)) continue;
+    if (oldestAt === 0) oldestAt = message.createdAt;
+    lag++;
+  }
+  return { lag, oldestAt };
+}
+
+export type GroupExtras = Omit<GroupStats, 'group' | 'resolved' | 'lag'>;
+
+/** What refreshStats adds to the counters: per-group extras and the messages under lease. */
+export function groupExtras(
+  queue: MemoryQueue,
+  consumerOf: ConsumerOf,
+  now: number,
+): { leasedMessages: number; leasedAnswered: number; extras: Map<string, GroupExtras> } {
+  let leasedMessages = 0;
+  let leasedAnswered = 0;
+  const extras = new Map<string, GroupExtras>();
+  for (const [group, subscribedAt] of queue.groups) {
+    let oldestPendingAt = 0;
+    for (const partition of queue.partitions.values()) {
+      const consumer = consumerOf(partition, group);
+      const counts = leaseCounts(consumer, now);
+      leasedMessages += counts.batch;
+      leasedAnswered += counts.answered;
+      const first = partition.messages[firstAfter(partition.messages, consumer.position)];
+      if (first && (oldestPendingAt === 0 || first.createdAt < oldestPendingAt))
+        oldestPendingAt = first.createdAt;
+    }
+    extras.set(group, {
+      partitionsWithLag: queue.ready.get(group)?.size ?? 0,
+      oldestPendingAt,
+      subscribedAt,
+    });
+  }
+  return { leasedMessages, leasedAnswered, extras };
+}
+
+export function partitionStates(queue: MemoryQueue, consumerOf: ConsumerOf): PartitionState[] {
+  const now = Date.now();
+  const dead = new Map<string, number>();
+  for (const letter of queue.deadLetters.slice(-LIMITS.partitionDeadLettersRead)) {
+    dead.set(letter.partition, (dead.get(letter.partition) ?? 0) + 1);
+  }
+  return [...queue.partitions.values()].slice(0, LIMITS.maxDetailedPartitions).map((partition) => ({
+    partition: partition.name,
+    partitionId: partition.id,
+    retained: partition.messages.length,
+    oldestAt: partition.messages[0]?.createdAt ?? 0,
+    newestAt: partition.messages.at(-1)?.createdAt ?? 0,
+    deadLetters: dead.get(partition.name) ?? 0,
+    groups: [...queue.groups.keys()].map((group) => {
+      const consumer = consumerOf(partition, group);
+      const pending = pendingIn(partition, consumer);
+      const lease = consumer.lease;
+      const counts = leaseCounts(consumer, now);
+      return {
+        group,
+        lag: pending.lag,
+        oldestPendingAt: pending.oldestAt,
+        leaseActive: lease !== undefined && lease.expiresAt > now,
+        leased: counts.batch - counts.answered,
+      };
+    }),
+  }));
+}
