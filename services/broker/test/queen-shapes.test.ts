@@ -255,6 +255,11 @@ for (const backend of BACKENDS) {
       assert.deepEqual(detail.body.totals, { messages: counts, ...counts });
       assert.equal((await api.call('GET', '/api/v1/status/queues/no-such-queue')).status, 404);
 
+      // Queen's maintenance file buffer: Herald has none (pushes in maintenance answer 503).
+      const buffers = await api.call('GET', '/api/v1/status/buffers');
+      assert.equal(buffers.status, 200);
+      assert.deepEqual(buffers.body, { pending: 0, failed: 0, dbHealthy: true, worker: 0 });
+
       const analytics = (await api.call('GET', '/api/v1/status/analytics?interval=day')).body;
       assert.deepEqual(Object.keys(analytics), ['dataPoints', 'interval', 'from', 'to']);
       assert.equal(analytics.interval, 'day');

@@ -110,6 +110,15 @@ export function registerStatusRoutes(
     };
   });
 
+  // Queen's file buffer of pushes taken in maintenance mode: Herald refuses those pushes (503)
+  // and has no buffer, so nothing is ever pending. `dbHealthy`: the store answers.
+  app.get('/api/v1/status/buffers', READ_ONLY, async () => ({
+    pending: 0,
+    failed: 0,
+    dbHealthy: (await storage.ready()) === undefined,
+    worker: 0,
+  }));
+
   app.post('/api/v1/stats/refresh', ADMIN, async () => {
     await maintenance.refreshStats();
     return { success: true, queues: (await storage.cachedStats()).length };
