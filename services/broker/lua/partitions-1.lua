@@ -6,6 +6,8 @@
   ARGV[2]  partitions read at most (in the order of the parts hash)
   ARGV[3]  entries counted at most per partition and group (the lag is a lower bound beyond)
   ARGV[4]  dead letters read at most, newest first (counted per partition)
+  ARGV[5]  entries counted at most in all (then one per partition and group: its oldest), so
+           one call stays short whatever the backlog
   Returns { { partition (URI-encoded), partitionId, retained, oldestMs, newestMs (0: none),
               deadLetters, { { group (URI-encoded), lag, oldestPendingMs (0: none),
                                leaseActive (0|1), leased (unanswered messages of the lease) }... }
@@ -16,6 +18,7 @@
 
 local base = ARGV[1]
 local limit, cap, dead_read = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+local budget = tonumber(ARGV[5])
 local now = now_ms()
 local groups = redis.call('HKEYS', base .. 'groups')
 local dead = {}
@@ -36,7 +39,9 @@ for i = 1, math.min(#parts, limit * 2), 2 do
   local stream = base .. 's:' .. p
   local per_group = {}
   for _, g in ipairs(groups) do
-    local after = redis.call('XRANGE', stream, '(' .. position(base, p, g), '+', 'COUNT', cap)
+    local after = redis.call('XRANGE', stream, '(' .. position(base, p, g), '+', 'COUNT',
+      math.max(1, math.min(cap, budget)))
+    budget = budget - #after
     local aset = base .. 'a:' .. p .. ':' .. g
     local lag = #after - redis.call('SCARD', aset)
     local oldest = 0

@@ -1,6 +1,6 @@
 import { firstAfter } from './retention-memory.js';
 import type { GroupStats, PartitionState } from './storage.js';
-import type { MemoryConsumer, MemoryPartition, MemoryQueue } from './storage-memory.js';
+import type { MemoryConsumer, MemoryMessage, MemoryPartition, MemoryQueue } from './storage-memory.js';
 import { LIMITS } from './validation.js';
 
 /*
@@ -18,19 +18,24 @@ function leaseCounts(consumer: MemoryConsumer, now: number): { batch: number; an
   return { batch: lease.size, answered: Math.min(lease.size, lease.answered.size) };
 }
 
-/** Unresolved messages of one partition for a group: first one's creation time and count (capped). */
-function pendingIn(partition: MemoryPartition, consumer: MemoryConsumer): { lag: number; oldestAt: number } {
+/**
+ * Unresolved messages of one partition for a group, as lua/partitions-1.lua counts them: the
+ * messages after the group's position, at most `count` of them, less those resolved out of
+ * order; and the creation time of the first unresolved one among them.
+ */
+function pendingIn(
+  partition: MemoryPartition,
+  consumer: MemoryConsumer,
+  count: number,
+): { read: number; lag: number; oldestAt: number } {
   const start = firstAfter(partition.messages, consumer.position);
-  const end = Math.min(partition.messages.length, start + LIMITS.partitionLagCount);
-  let lag = 0;
+  const end = Math.min(partition.messages.length, start + count);
   let oldestAt = 0;
-  for (let index = start; index < end; index++) {
-    const message = partition.messages[index];
-    if (!message || consumer.resolved.has(message.seq)) continue;
-    if (oldestAt === 0) oldestAt = message.createdAt;
-    lag++;
+  for (let index = start; index < end && oldestAt === 0; index++) {
+    const message = partition.messages[index] as MemoryMessage;
+    if (!consumer.resolved.has(message.seq)) oldestAt = message.createdAt;
   }
-  return { lag, oldestAt };
+  return { read: end - start, lag: Math.max(0, end - start - consumer.resolved.size), oldestAt };
 }
 
 export type GroupExtras = Omit<GroupStats, 'group' | 'resolved' | 'lag'>;
@@ -70,6 +75,7 @@ export function partitionStates(queue: MemoryQueue, consumerOf: ConsumerOf): Par
   for (const letter of queue.deadLetters.slice(-LIMITS.partitionDeadLettersRead)) {
     dead.set(letter.partition, (dead.get(letter.partition) ?? 0) + 1);
   }
+  let budget = LIMITS.detailedViewCountBudget;
   return [...queue.partitions.values()].slice(0, LIMITS.maxDetailedPartitions).map((partition) => ({
     partition: partition.name,
     partitionId: partition.id,
@@ -79,7 +85,8 @@ export function partitionStates(queue: MemoryQueue, consumerOf: ConsumerOf): Par
     deadLetters: dead.get(partition.name) ?? 0,
     groups: [...queue.groups.keys()].map((group) => {
       const consumer = consumerOf(partition, group);
-      const pending = pendingIn(partition, consumer);
+      const pending = pendingIn(partition, consumer, Math.max(1, Math.min(LIMITS.partitionLagCount, budget)));
+      budget -= pending.read;
       const lease = consumer.lease;
       const counts = leaseCounts(consumer, now);
       return {

@@ -736,7 +736,13 @@ export class RedisStorage implements BrokerStorage {
     >(
       'partitions',
       [`${base}cfg`],
-      [base, LIMITS.maxDetailedPartitions, LIMITS.partitionLagCount, LIMITS.partitionDeadLettersRead],
+      [
+        base,
+        LIMITS.maxDetailedPartitions,
+        LIMITS.partitionLagCount,
+        LIMITS.partitionDeadLettersRead,
+        LIMITS.detailedViewCountBudget,
+      ],
     );
     return rows.map(([partition, partitionId, retained, oldestAt, newestAt, deadLetters, groups]) => ({
       partition: decode(partition),

@@ -32,12 +32,14 @@ export const LIMITS = {
   maxStatusQueues: 10_000,
   maxStatusQueuesOffset: 1_000_000,
   /**
-   * Detailed views (queue detail, a group's partitions, lagging partitions): partitions read per
-   * queue, messages counted per partition and group (a larger lag shows as this many), and
-   * newest dead letters counted per partition.
+   * Detailed views (queue detail, a group's partitions, lagging partitions), per queue:
+   * partitions read, messages counted per partition and group (a larger lag shows as this
+   * many), and newest dead letters counted per partition.
    */
   maxDetailedPartitions: 1000,
   partitionLagCount: 10_000,
+  /** Messages one detailed view counts in all; past it, one per partition and group (its oldest). */
+  detailedViewCountBudget: 100_000,
   partitionDeadLettersRead: 10_000,
   /** Arrays and objects inside one another, anywhere in a body (payloads included). */
   maxJsonDepth: 100,
