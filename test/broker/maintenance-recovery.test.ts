@@ -57,13 +57,20 @@ async function statsWrittenFor(queue: string): Promise<void> {
     },
     { what: `a push to ${queue}`, timeoutMs: 10_000 },
   );
-  await waitFor(
-    async () => (await call(broker.url, 'GET', `/api/v1/status/queues/${queue}`)).status === 200,
-    {
-      what: `the stats job to list ${queue}`,
-      timeoutMs: 20_000,
-    },
-  );
+  // The queue list's message counts come from the stats snapshot (0 until the job counted it).
+  const counted = async () =>
+    (await call<{ queues: QueueEntry[] }>(broker.url, 'GET', '/api/v1/resources/queues')).body.queues.some(
+      (entry) => entry.name === queue && entry.messages.total > 0,
+    );
+  await waitFor(counted, {
+    what: `the stats job to list ${queue}`,
+    timeoutMs: 20_000,
+  });
+}
+
+interface QueueEntry {
+  name: string;
+  messages: { total: number };
 }
 
 /** A lease left unanswered must expire: the sweep job reaches every queue in the queue set. */

@@ -5,8 +5,11 @@
   KEYS[1]  <base>cfg
   ARGV[1]  base: <prefix>{<queue>}:
   ARGV[2]  sample
+  ARGV[3]  leases read at most (their batch sizes and answered messages are counted)
   Returns { pushed, size, dlq, expiries, partitions, oldestPendingMs (0 if none), leased,
-            { { group, resolved, pending }... }, now }
+            { { group, resolved, pending, partitionsWithLag (its ready set),
+                oldestPendingMs (0 if none), start position }... }, now, leasedBatch (messages
+            of active leases), leasedAnswered (of them, answered) }
   Writes nothing but, once for a queue stored by an earlier release, its groups' backlog count
   (ensure_backlog): a resend counts the same.
 ]]
@@ -23,16 +26,26 @@ for i = 1, #stats, 2 do s[stats[i]] = tonumber(stats[i + 1]) end
 local oldest = 0
 local per_group = {}
 for _, g in ipairs(groups) do
-  local parts = redis.call('ZRANGEBYSCORE', base .. 'ready:' .. g, '-inf', '+inf', 'LIMIT', 0, sample)
-  for _, p in ipairs(parts) do
+  local ready = base .. 'ready:' .. g
+  local group_oldest = 0
+  for _, p in ipairs(redis.call('ZRANGEBYSCORE', ready, '-inf', '+inf', 'LIMIT', 0, sample)) do
     local e = redis.call('XRANGE', base .. 's:' .. p, '(' .. position(base, p, g), '+', 'COUNT', 1)
     if #e > 0 then
       local ms = id_ms(e[1][1])
-      if oldest == 0 or ms < oldest then oldest = ms end
+      if group_oldest == 0 or ms < group_oldest then group_oldest = ms end
     end
   end
-  per_group[#per_group + 1] = { g, s['resolved:' .. g] or 0, s['pending:' .. g] or 0 }
+  if group_oldest > 0 and (oldest == 0 or group_oldest < oldest) then oldest = group_oldest end
+  per_group[#per_group + 1] = { g, s['resolved:' .. g] or 0, s['pending:' .. g] or 0,
+    redis.call('ZCARD', ready), fmt(group_oldest), group_start(base, g) }
+end
+local batch, answered = 0, 0
+for _, member in ipairs(redis.call('ZRANGEBYSCORE', base .. 'leases', now + 1, '+inf', 'LIMIT', 0, tonumber(ARGV[3]))) do
+  local p, g = string.match(member, '^(.-)\n(.*)$')
+  local n = tonumber(redis.call('HGET', ckey(base, p, g), 'n') or '0')
+  batch = batch + n
+  answered = answered + math.min(n, redis.call('SCARD', base .. 'r:' .. p .. ':' .. g))
 end
 local dlq = redis.call('XLEN', base .. 'dlq')
 return { s['pushed'] or 0, s['size'] or 0, dlq, s['expiries'] or 0, redis.call('HLEN', base .. 'parts'),
-  fmt(oldest), redis.call('ZCARD', base .. 'leases'), per_group, fmt(now) }
+  fmt(oldest), redis.call('ZCARD', base .. 'leases'), per_group, fmt(now), batch, answered }

@@ -15,10 +15,13 @@
                        ('' = none), status (completed|success|failed|dlq), count, error,
                        release ('1'|'0') }, or '0' when the cycle acks nothing
   Returns JSON text: {"unknown":true} (no such query), {"ok":false,"error":...} (nothing
-  applied), or {"ok":true,"applied":n,"pushes":[...],"ack":{...}|false}.
+  applied), {"clear":<queue>} (a sink queue has encryptionEnabled and a push to it is not
+  sealed: the node read the option before it was turned on; nothing applied, the node seals
+  and sends the cycle again), or {"ok":true,"applied":n,"pushes":[...],"ack":{...}|false}.
   Resend-safe (shared/redis/README.md): a committed cycle's answer is stored under its cycle id
   (a hash of the request body) for ARGV[5] seconds; a second run, a resent script or a client
-  retrying the same body, finds it and answers it without applying anything again.
+  retrying the same body, finds it and answers it without applying anything again. A refusal
+  ("ok":false, "clear") writes nothing, so a resend refuses again.
 ]]
 --@include broker
 
@@ -101,6 +104,12 @@ if rows > rows_before and rows > max_rows then
 end
 if bytes > bytes_before and bytes > max_bytes then
   return fail('state shard is full: ' .. bytes .. ' bytes (max ' .. max_bytes .. ')')
+end
+
+-- As push-1.lua: storage, not the node's cached view of the option, decides (docs/broker.md,
+-- "Payload encryption").
+for _, push in ipairs(pushes) do
+  if clear_on_sealed_queue(push.base, { push.item }) then return cjson.encode({ clear = push.queue }) end
 end
 
 local configs = {}

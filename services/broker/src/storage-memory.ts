@@ -13,6 +13,7 @@ import { listDeadLetters, requeueDeadLetters } from './memory/dead-letters.js';
 import { deleteGroup, groupsOf, seek } from './memory/groups.js';
 import { extendLease, sweepLeases } from './memory/leases.js';
 import { deleteMessage, getMessage, listMessages, listQueueMessages } from './memory/messages.js';
+import { partitionStates } from './memory/partition-stats.js';
 import { pop, release } from './memory/pop.js';
 import { push } from './memory/push.js';
 import { configure, deleteQueue, getQueue, listQueues } from './memory/queues.js';
@@ -30,6 +31,7 @@ import type {
   LeaseExtension,
   LeaseSweep,
   MessageView,
+  PartitionState,
   PopRequest,
   PopResult,
   PushItem,
@@ -145,6 +147,11 @@ export class MemoryStorage implements BrokerStorage {
 
   async requeueDeadLetters(name: string, dlqIds: string[]): Promise<number> {
     return requeueDeadLetters(this.store, name, dlqIds);
+  }
+
+  async partitionStates(name: string): Promise<PartitionState[]> {
+    const queue = this.store.queues.get(name);
+    return queue ? partitionStates(queue) : [];
   }
 
   async groupsOf(name: string): Promise<string[]> {

@@ -34,7 +34,7 @@ import { push } from './redis/push.js';
 import { configure, deleteQueue, getQueue, listQueues } from './redis/queues.js';
 import { RedisRegistry } from './redis/registry.js';
 import { applyRetention, RETENTION_RUN_BUDGET_MS } from './redis/retention.js';
-import { cachedStats, refreshStats } from './redis/stats.js';
+import { cachedStats, partitionStates, refreshStats } from './redis/stats.js';
 import { RedisTraces } from './redis/traces.js';
 import { transaction } from './redis/transaction.js';
 import { loadBrokerScripts } from './scripts.js';
@@ -47,6 +47,7 @@ import type {
   LeaseExtension,
   LeaseSweep,
   MessageView,
+  PartitionState,
   PopRequest,
   PopResult,
   PushItem,
@@ -252,6 +253,10 @@ export class RedisStorage implements BrokerStorage {
 
   requeueDeadLetters(queue: string, dlqIds: string[]): Promise<number> {
     return requeueDeadLetters(this.backend, queue, dlqIds);
+  }
+
+  partitionStates(queue: string): Promise<PartitionState[]> {
+    return partitionStates(this.backend, queue);
   }
 
   groupsOf(queue: string): Promise<string[]> {

@@ -209,12 +209,72 @@ export interface QueueStats {
   pushed: number;
   retained: number;
   pending: number;
+  /** Messages of active leases (every group), and of them those answered already. */
+  leasedMessages: number;
+  leasedAnswered: number;
   oldestPendingAgeSeconds: number;
   deadLetters: number;
   leaseExpiries: number;
   activeLeases: number;
-  groups: { group: string; resolved: number; lag: number }[];
+  /** Pushed and resolved (summed over groups) per second since the previous snapshot; 0 at the first. */
+  pushedPerSecond: number;
+  resolvedPerSecond: number;
+  groups: GroupStats[];
   at: number;
+}
+
+/** Per-second rates between two snapshots of one queue (0 without an earlier one). */
+export function snapshotRates(
+  previous: QueueStats | undefined,
+  pushed: number,
+  groups: readonly { resolved: number }[],
+  at: number,
+): { pushedPerSecond: number; resolvedPerSecond: number } {
+  const seconds = previous ? (at - previous.at) / 1000 : 0;
+  if (!previous || seconds <= 0) return { pushedPerSecond: 0, resolvedPerSecond: 0 };
+  const resolved = groups.reduce((total, g) => total + g.resolved, 0);
+  const before = (previous.groups ?? []).reduce((total, g) => total + g.resolved, 0);
+  return {
+    pushedPerSecond: Math.max(0, (pushed - previous.pushed) / seconds),
+    resolvedPerSecond: Math.max(0, (resolved - before) / seconds),
+  };
+}
+
+export interface GroupStats {
+  group: string;
+  resolved: number;
+  lag: number;
+  /** Partitions where the group may have work (its ready set: unresolved messages). */
+  partitionsWithLag: number;
+  /** Creation time (ms) of the oldest message it has not resolved, sampled like the queue's; 0: none. */
+  oldestPendingAt: number;
+  /** Where its subscription starts (ms); 0: all history. */
+  subscribedAt: number;
+}
+
+/** One partition as the detailed views show it (docs/broker.md "Queen compatibility"). */
+export interface PartitionState {
+  partition: string;
+  partitionId: string;
+  /** Retained messages. */
+  retained: number;
+  /** Creation times (ms) of its oldest and newest retained message; 0 when it has none. */
+  oldestAt: number;
+  newestAt: number;
+  /** Among the queue's newest `LIMITS.partitionDeadLettersRead` dead letters. */
+  deadLetters: number;
+  groups: PartitionGroupState[];
+}
+
+export interface PartitionGroupState {
+  group: string;
+  /** Retained messages the group has not resolved, counted up to `LIMITS.partitionLagCount`. */
+  lag: number;
+  /** Creation time (ms) of the first of them; 0: none. */
+  oldestPendingAt: number;
+  leaseActive: boolean;
+  /** Messages of the active lease not answered yet. */
+  leased: number;
 }
 
 export interface TraceInput {
@@ -280,6 +340,8 @@ export interface BrokerStorage {
   requeueDeadLetters(queue: string, dlqIds: string[]): Promise<number>;
 
   groupsOf(queue: string): Promise<string[]>;
+  /** The first `LIMITS.maxDetailedPartitions` partitions of a queue with each group's state there. */
+  partitionStates(queue: string): Promise<PartitionState[]>;
   seek(queue: string, group: string, partition: string | undefined, target: SeekTarget): Promise<number>;
   deleteGroup(queue: string, group: string): Promise<boolean>;
 

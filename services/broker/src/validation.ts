@@ -28,6 +28,19 @@ export const LIMITS = {
   /** `GET /api/v1/status/queues/:queue/messages`: page size and offset (each partition reads offset + limit). */
   maxStatusMessages: 1000,
   maxStatusMessagesOffset: 10_000,
+  /** `GET /api/v1/status/queues`: page size and offset. */
+  maxStatusQueues: 10_000,
+  maxStatusQueuesOffset: 1_000_000,
+  /**
+   * Detailed views (queue detail, a group's partitions, lagging partitions), per queue:
+   * partitions read, messages counted per partition and group (a larger lag shows as this
+   * many), and newest dead letters counted per partition.
+   */
+  maxDetailedPartitions: 1000,
+  partitionLagCount: 10_000,
+  /** Messages one detailed view counts in all; past it, one per partition and group (its oldest). */
+  detailedViewCountBudget: 100_000,
+  partitionDeadLettersRead: 10_000,
   /** Arrays and objects inside one another, anywhere in a body (payloads included). */
   maxJsonDepth: 100,
   /** Latest seek/subscription time: the last instant a JavaScript Date can hold. */

@@ -556,10 +556,9 @@ for (const backend of BACKENDS) {
       assert.equal((await api.call('POST', '/api/v1/stats/refresh')).status, 200);
       const queues = await api.call('GET', '/api/v1/resources/queues');
       assert.ok(queues.body.queues.some((q: any) => q.name === queue));
-      assert.equal(
-        (await api.call('GET', `/api/v1/resources/queues/${encodeURIComponent(queue)}`)).body.name,
-        queue,
-      );
+      const resource = await api.call('GET', `/api/v1/resources/queues/${encodeURIComponent(queue)}`);
+      assert.equal(resource.body.name, queue);
+      assert.equal(resource.body.partitions[0].id, partitionId);
       assert.equal((await api.call('GET', '/api/v1/resources/queues/missing-queue')).status, 404);
       assert.ok((await api.call('GET', '/api/v1/resources/namespaces')).body.namespaces.length > 0);
       assert.ok(Array.isArray((await api.call('GET', '/api/v1/resources/tasks')).body.tasks));
@@ -570,12 +569,13 @@ for (const backend of BACKENDS) {
       assert.deepEqual(one.body.data, { r: 1 });
       assert.equal((await api.call('GET', '/api/v1/status')).status, 200);
       const status = await api.call('GET', `/api/v1/status/queues/${encodeURIComponent(queue)}`);
-      assert.equal(status.body.pushed, 1);
+      assert.equal(status.body.totals.total, 1);
       assert.equal((await api.call('GET', '/api/v1/status/queues')).status, 200);
       assert.equal((await api.call('GET', '/api/v1/status/analytics')).status, 200);
       const groups = await api.call('GET', '/api/v1/consumer-groups');
-      assert.ok(groups.body.consumerGroups.some((g: any) => g.name === 'readers'));
-      assert.equal((await api.call('GET', '/api/v1/consumer-groups/readers')).status, 200);
+      assert.ok(groups.body.some((g: any) => g.name === 'readers' && g.queueName === queue));
+      const readers = await api.call('GET', '/api/v1/consumer-groups/readers');
+      assert.equal(readers.body[queue].partitions.length, 1);
       assert.equal((await api.call('GET', '/api/v1/consumer-groups/lagging')).status, 200);
       assert.equal(
         (
@@ -591,7 +591,7 @@ for (const backend of BACKENDS) {
           .status,
         200,
       );
-      assert.equal((await api.call('GET', '/api/v1/consumer-groups/readers')).status, 404);
+      assert.equal((await api.call('GET', '/api/v1/consumer-groups/readers')).body[queue], undefined);
       const trace = await api.call('POST', '/api/v1/traces', {
         partitionId,
         transactionId: 'r1',

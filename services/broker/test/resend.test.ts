@@ -234,7 +234,7 @@ describe('broker scripts under a lost reply (redis)', () => {
     }
   });
 
-  test('message deletion: the resent script still answers deleted, not 404', async () => {
+  test('message deletion: the resent script still answers deleted, not "not found"', async () => {
     const queue = queueName('resend-delmsg');
     const pushed = await api.push([{ queue, payload: 1, transactionId: 'gone' }]);
     const partitionId = pushed.body[0].partition_id ?? pushed.body[0].partitionId;
@@ -242,10 +242,11 @@ describe('broker scripts under a lost reply (redis)', () => {
     const reply = await api.call('DELETE', `/api/v1/messages/${partitionId}/gone`);
     await lost;
     assert.equal(reply.status, 200);
+    assert.equal(reply.body.success, true, JSON.stringify(reply.body));
     assert.equal((await api.pop(queue)).status, 204);
   });
 
-  test('group deletion: the resent script still answers deleted, not 404', async () => {
+  test('group deletion: the resent script still answers deleted, not "not found"', async () => {
     const queue = queueName('resend-delgroup');
     await api.push([{ queue, payload: 1 }]);
     assert.equal((await api.pop(queue, 'consumerGroup=g1')).status, 200);
@@ -253,6 +254,7 @@ describe('broker scripts under a lost reply (redis)', () => {
     const reply = await api.call('DELETE', `/api/v1/consumer-groups/g1/queues/${encodeURIComponent(queue)}`);
     await lost;
     assert.equal(reply.status, 200, JSON.stringify(reply.body));
+    assert.equal(reply.body.deletedPartitions, 1, JSON.stringify(reply.body));
   });
 
   test('seek: the resent script moves the group to the same place', async () => {

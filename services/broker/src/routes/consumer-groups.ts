@@ -1,36 +1,27 @@
 import type { FastifyInstance } from 'fastify';
 import type { BrokerContext } from '../context.js';
 import { invalidRequest, notFound } from '../errors.js';
-import type { SeekTarget } from '../storage.js';
+import type { QueueInfo, SeekTarget } from '../storage.js';
 import { integer, isObject, name, timestamp } from '../validation.js';
+import { consumerGroupEntry, groupPartitions, laggingPartitions } from '../views.js';
 import { ADMIN, READ_ONLY, READ_WRITE } from './access.js';
 
-interface GroupView {
-  name: string;
-  queues: { queue: string; resolved: number; lag: number }[];
-  totalLag: number;
+/** Every (group, queue) pair, in Queen's order: by group, then queue. */
+async function memberships(context: BrokerContext): Promise<{ group: string; queue: QueueInfo }[]> {
+  const pairs: { group: string; queue: QueueInfo }[] = [];
+  for (const queue of await context.storage.listQueues()) {
+    for (const group of await context.storage.groupsOf(queue.name)) pairs.push({ group, queue });
+  }
+  return pairs.sort((a, b) => compare(a.group, b.group) || compare(a.queue.name, b.queue.name));
 }
 
-async function groups(context: BrokerContext): Promise<Map<string, GroupView>> {
-  const stats = new Map((await context.storage.cachedStats()).map((s) => [s.queue, s]));
-  const views = new Map<string, GroupView>();
-  for (const queue of await context.storage.listQueues()) {
-    for (const group of await context.storage.groupsOf(queue.name)) {
-      const view = views.get(group) ?? { name: group, queues: [], totalLag: 0 };
-      const entry = stats.get(queue.name)?.groups.find((g) => g.group === group);
-      view.queues.push({ queue: queue.name, resolved: entry?.resolved ?? 0, lag: entry?.lag ?? 0 });
-      view.totalLag += entry?.lag ?? 0;
-      views.set(group, view);
-    }
-  }
-  return views;
-}
+const compare = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 
 function parseSeek(body: unknown): SeekTarget {
   if (!isObject(body)) throw invalidRequest('body must be a JSON object');
   if (body.toEnd === true) return { toEnd: true };
   if (body.timestamp !== undefined) return { timestamp: timestamp(body.timestamp, 'timestamp') };
-  throw invalidRequest('toEnd:true or timestamp is required');
+  throw invalidRequest("Must specify either 'toEnd': true or 'timestamp'");
 }
 
 /** Kept short so each registration, with its access level, stays on one line. */
@@ -40,35 +31,62 @@ type GroupRoute = { Params: { group: string } };
 export function registerConsumerGroupRoutes(app: FastifyInstance, context: BrokerContext): void {
   const { storage } = context;
 
-  app.get('/api/v1/consumer-groups', READ_ONLY, async () => ({
-    consumerGroups: [...(await groups(context)).values()],
-  }));
-
-  app.get('/api/v1/consumer-groups/lagging', READ_ONLY, async (request) => {
-    const minLag = integer(
-      (request.query as Record<string, unknown>).minLag,
-      'minLag',
-      1,
-      0,
-      Number.MAX_SAFE_INTEGER,
+  // Queen's get_consumer_groups_v4: a bare array, one entry per (group, queue).
+  app.get('/api/v1/consumer-groups', READ_ONLY, async () => {
+    const stats = new Map((await storage.cachedStats()).map((s) => [s.queue, s]));
+    const now = Date.now();
+    return (await memberships(context)).map(({ group, queue }) =>
+      consumerGroupEntry(
+        group,
+        queue,
+        stats.get(queue.name)?.groups.find((g) => g.group === group),
+        now,
+      ),
     );
-    return { consumerGroups: [...(await groups(context)).values()].filter((g) => g.totalLag >= minLag) };
   });
 
-  app.get<{ Params: { group: string } }>('/api/v1/consumer-groups/:group', READ_ONLY, async (request) => {
-    const view = (await groups(context)).get(request.params.group);
-    if (!view) throw notFound(`Consumer group '${request.params.group}' not found`);
-    return view;
+  // Queen's get_lagging_partitions_v1: partitions whose oldest unresolved message is older than
+  // `minLagSeconds` (default one hour), most lagging first. Only queues where the stats snapshot
+  // shows some group with a backlog are read partition by partition.
+  app.get('/api/v1/consumer-groups/lagging', READ_ONLY, async (request) => {
+    const query = request.query as Record<string, unknown>;
+    const minLagSeconds = integer(query.minLagSeconds, 'minLagSeconds', 3600, 0, Number.MAX_SAFE_INTEGER);
+    const now = Date.now();
+    const lagging = [];
+    for (const stats of await storage.cachedStats()) {
+      if (!stats.groups.some((g) => g.lag > 0)) continue;
+      lagging.push(
+        ...laggingPartitions(stats.queue, await storage.partitionStates(stats.queue), minLagSeconds, now),
+      );
+    }
+    return lagging.sort((a, b) => b.time_lag_seconds - a.time_lag_seconds);
   });
 
+  // Queen's get_consumer_group_details_v1: `{<queue>: {partitions: [...]}}`, `{}` for a group
+  // that exists nowhere.
+  app.get<GroupRoute>('/api/v1/consumer-groups/:group', READ_ONLY, async (request) => {
+    const group = name(request.params.group, 'group');
+    const now = Date.now();
+    const details: Record<string, { partitions: ReturnType<typeof groupPartitions> }> = {};
+    for (const { queue } of (await memberships(context)).filter((pair) => pair.group === group)) {
+      details[queue.name] = {
+        partitions: groupPartitions(group, await storage.partitionStates(queue.name), now),
+      };
+    }
+    return details;
+  });
+
+  // Queen's delete_consumer_group_v1 / delete_consumer_group_for_queue_v1: 200 whether or not
+  // the group existed. `deletedPartitions` counts the partitions of each queue the group was on
+  // (a Herald group's position covers every partition of its queue). Herald keeps a group's
+  // subscription with its state, so both go whatever `deleteMetadata` says.
   app.delete<{ Params: { group: string } }>('/api/v1/consumer-groups/:group', ADMIN, async (request) => {
     const group = name(request.params.group, 'group');
-    const deletedFrom: string[] = [];
+    let deletedPartitions = 0;
     for (const queue of await storage.listQueues()) {
-      if (await storage.deleteGroup(queue.name, group)) deletedFrom.push(queue.name);
+      if (await storage.deleteGroup(queue.name, group)) deletedPartitions += queue.partitions;
     }
-    if (deletedFrom.length === 0) throw notFound(`Consumer group '${group}' not found`);
-    return { deleted: true, consumerGroup: group, queues: deletedFrom };
+    return { success: true, consumerGroup: group, deletedPartitions, metadataDeleted: true };
   });
 
   app.delete<{ Params: { group: string; queue: string } }>(
@@ -77,36 +95,58 @@ export function registerConsumerGroupRoutes(app: FastifyInstance, context: Broke
     async (request) => {
       const group = name(request.params.group, 'group');
       const queue = name(request.params.queue, 'queue');
-      if (!(await storage.deleteGroup(queue, group))) {
-        throw notFound(`Consumer group '${group}' not found on queue '${queue}'`);
-      }
-      return { deleted: true, consumerGroup: group, queue };
+      const partitions = (await storage.getQueue(queue))?.partitions ?? 0;
+      const deletedPartitions = (await storage.deleteGroup(queue, group)) ? partitions : 0;
+      return {
+        success: true,
+        consumerGroup: group,
+        queueName: queue,
+        deletedPartitions,
+        metadataDeleted: true,
+      };
     },
   );
 
-  /** `{queue?, subscriptionMode: all|new, subscriptionFrom?}`: re-positions the group. */
+  /**
+   * Queen's `{subscriptionTimestamp}` (update_consumer_group_subscription_v1), or Herald's
+   * `{queue?, subscriptionMode: all|new, subscriptionFrom?}`: re-positions the group on every
+   * queue it reads (or on `queue`) at that time.
+   */
   app.post<GroupRoute>('/api/v1/consumer-groups/:group/subscription', READ_WRITE, async (request) => {
     const body = request.body;
     if (!isObject(body)) throw invalidRequest('body must be a JSON object');
     let target: SeekTarget;
-    if (body.subscriptionFrom !== undefined)
+    if (body.subscriptionTimestamp !== undefined)
+      target = { timestamp: timestamp(body.subscriptionTimestamp, 'subscriptionTimestamp') };
+    else if (body.subscriptionFrom !== undefined)
       target = { timestamp: timestamp(body.subscriptionFrom, 'subscriptionFrom') };
     else if (body.subscriptionMode === 'new') target = { toEnd: true };
     else if (body.subscriptionMode === 'all') target = { timestamp: 0 };
-    else throw invalidRequest('subscriptionMode (all|new) or subscriptionFrom is required');
+    else throw invalidRequest('Missing subscriptionTimestamp in request body (or subscriptionMode all|new)');
     const group = name(request.params.group, 'group');
     const queues =
       body.queue === undefined
         ? (await storage.listQueues()).map((q) => q.name)
         : [name(body.queue, 'queue')];
-    let partitions = 0;
+    let rowsUpdated = 0;
     for (const queue of queues) {
       if (body.queue === undefined && !(await storage.groupsOf(queue)).includes(group)) continue;
-      partitions += await storage.seek(queue, group, undefined, target);
+      if ((await storage.seek(queue, group, undefined, target)) > 0) rowsUpdated++;
     }
-    return { success: true, consumerGroup: group, partitions };
+    return {
+      success: true,
+      consumerGroup: group,
+      newTimestamp:
+        typeof body.subscriptionTimestamp === 'string'
+          ? body.subscriptionTimestamp
+          : 'timestamp' in target
+            ? new Date(target.timestamp).toISOString()
+            : null,
+      rowsUpdated,
+    };
   });
 
+  // Queen's seek_consumer_group_v1: 200 with `partitionsUpdated` 0 for a queue that does not exist.
   app.post<{ Params: { group: string; queue: string } }>(
     '/api/v1/consumer-groups/:group/queues/:queue/seek',
     READ_WRITE,
@@ -114,12 +154,22 @@ export function registerConsumerGroupRoutes(app: FastifyInstance, context: Broke
       const group = name(request.params.group, 'group');
       const queue = name(request.params.queue, 'queue');
       const target = parseSeek(request.body);
-      if (!(await storage.getQueue(queue))) throw notFound(`Queue '${queue}' not found`);
-      const partitions = await storage.seek(queue, group, undefined, target);
-      return { success: true, consumerGroup: group, queue, partitions };
+      const partitionsUpdated = (await storage.getQueue(queue))
+        ? await storage.seek(queue, group, undefined, target)
+        : 0;
+      return {
+        success: true,
+        consumerGroup: group,
+        queueName: queue,
+        seekToEnd: 'toEnd' in target,
+        targetTimestamp: 'timestamp' in target ? new Date(target.timestamp).toISOString() : null,
+        partitionsUpdated,
+      };
     },
   );
 
+  // Queen's seek_partition_v1 moves one partition to its end and reads no body; Herald also
+  // takes `{timestamp}`. An unknown partition is a 404 (Queen: 500 `Partition not found`).
   app.post<{ Params: { group: string; queue: string; partition: string } }>(
     '/api/v1/consumer-groups/:group/queues/:queue/partitions/:partition/seek',
     READ_WRITE,
@@ -127,9 +177,23 @@ export function registerConsumerGroupRoutes(app: FastifyInstance, context: Broke
       const group = name(request.params.group, 'group');
       const queue = name(request.params.queue, 'queue');
       const partition = name(request.params.partition, 'partition');
-      const partitions = await storage.seek(queue, group, partition, parseSeek(request.body));
-      if (partitions === 0) throw notFound(`Partition '${partition}' of queue '${queue}' not found`);
-      return { success: true, consumerGroup: group, queue, partition };
+      const body = request.body;
+      const target: SeekTarget =
+        body === undefined || (isObject(body) && Object.keys(body).length === 0)
+          ? { toEnd: true }
+          : parseSeek(body);
+      if ((await storage.seek(queue, group, partition, target)) === 0) {
+        throw notFound(`Partition not found: '${partition}' of queue '${queue}'`);
+      }
+      return {
+        success: true,
+        consumerGroup: group,
+        queueName: queue,
+        partitionName: partition,
+        updated: true,
+        // Where a seek to the end landed is not read back (it would cost a partition scan).
+        cursorMovedTo: 'toEnd' in target ? null : new Date(target.timestamp).toISOString(),
+      };
     },
   );
 }

@@ -3,6 +3,7 @@ import type { BrokerContext } from '../context.js';
 import { invalidRequest, notFound } from '../errors.js';
 import type { QueueStats } from '../storage.js';
 import { integer, isObject, LIMITS, list, name, optionalName } from '../validation.js';
+import { groupedQueues, newestFirst, queueResource, queueSummary, systemOverview } from '../views.js';
 import { ADMIN, READ_ONLY, READ_WRITE } from './access.js';
 
 async function statsByQueue(context: BrokerContext): Promise<Map<string, QueueStats>> {
@@ -39,78 +40,46 @@ async function requeueAll(context: BrokerContext, queue: string): Promise<number
 export function registerResourceRoutes(app: FastifyInstance, context: BrokerContext): void {
   const { storage, encryption } = context;
 
+  // Queen's get_queues_v2: newest queue first.
   app.get('/api/v1/resources/queues', READ_ONLY, async () => {
     const stats = await statsByQueue(context);
-    const queues = await storage.listQueues();
-    return {
-      queues: queues.map((queue) => ({
-        name: queue.name,
-        namespace: queue.namespace,
-        task: queue.task,
-        createdAt: queue.createdAt,
-        partitions: queue.partitions,
-        options: queue.options,
-        messages: {
-          pending: stats.get(queue.name)?.pending ?? 0,
-          retained: stats.get(queue.name)?.retained ?? 0,
-          deadLetters: stats.get(queue.name)?.deadLetters ?? 0,
-        },
-      })),
-      total: queues.length,
-    };
+    const queues = [...(await storage.listQueues())].sort(newestFirst);
+    return { queues: queues.map((queue) => queueSummary(queue, stats.get(queue.name), true)) };
   });
 
   app.get<{ Params: { queue: string } }>('/api/v1/resources/queues/:queue', READ_ONLY, async (request) => {
     const queueName = name(request.params.queue, 'queue');
     const queue = await storage.getQueue(queueName);
     if (!queue) throw notFound(`Queue '${queueName}' not found`);
-    const stats = (await statsByQueue(context)).get(queue.name);
-    return { ...queue, consumerGroups: await storage.groupsOf(queue.name), stats: stats ?? null };
+    return queueResource(queue, await storage.partitionStates(queue.name));
   });
 
   app.delete<{ Params: { queue: string } }>('/api/v1/resources/queues/:queue', ADMIN, async (request) => {
     const queue = name(request.params.queue, 'queue');
     // Its series go even when nothing was stored (a push refused as a whole still counted).
     context.metrics.forgetQueue(queue);
-    if (!(await storage.deleteQueue(queue))) throw notFound(`Queue '${queue}' not found`);
-    return { deleted: true, queue };
+    // Queen's delete_queue_v1: 200 whether or not the queue existed, `existed` says which.
+    return { deleted: true, queue, existed: await storage.deleteQueue(queue) };
   });
 
+  // Queen's get_namespaces_v2 and get_tasks_v2 (a task is counted across namespaces).
   app.get('/api/v1/resources/namespaces', READ_ONLY, async () => {
-    const counts = new Map<string, number>();
-    for (const queue of await storage.listQueues())
-      counts.set(queue.namespace, (counts.get(queue.namespace) ?? 0) + 1);
-    return { namespaces: [...counts].map(([namespace, queues]) => ({ namespace, queues })) };
+    const entries = groupedQueues(
+      await storage.listQueues(),
+      await statsByQueue(context),
+      (q) => q.namespace,
+    );
+    return { namespaces: entries.map(({ key, ...entry }) => ({ namespace: key, ...entry })) };
   });
 
   app.get('/api/v1/resources/tasks', READ_ONLY, async () => {
-    const counts = new Map<string, { namespace: string; task: string; queues: number }>();
-    for (const queue of await storage.listQueues()) {
-      if (!queue.task) continue;
-      const key = `${queue.namespace}.${queue.task}`;
-      const entry = counts.get(key) ?? { namespace: queue.namespace, task: queue.task, queues: 0 };
-      entry.queues++;
-      counts.set(key, entry);
-    }
-    return { tasks: [...counts.values()] };
+    const entries = groupedQueues(await storage.listQueues(), await statsByQueue(context), (q) => q.task);
+    return { tasks: entries.map(({ key, ...entry }) => ({ task: key, ...entry })) };
   });
 
-  app.get('/api/v1/resources/overview', READ_ONLY, async () => {
-    const queues = await storage.listQueues();
-    const stats = [...(await statsByQueue(context)).values()];
-    return {
-      queues: queues.length,
-      partitions: queues.reduce((total, q) => total + q.partitions, 0),
-      namespaces: new Set(queues.map((q) => q.namespace)).size,
-      messages: {
-        pending: stats.reduce((total, s) => total + s.pending, 0),
-        retained: stats.reduce((total, s) => total + s.retained, 0),
-        pushed: stats.reduce((total, s) => total + s.pushed, 0),
-      },
-      deadLetters: stats.reduce((total, s) => total + s.deadLetters, 0),
-      statsAt: stats.length > 0 ? new Date(Math.min(...stats.map((s) => s.at))).toISOString() : null,
-    };
-  });
+  app.get('/api/v1/resources/overview', READ_ONLY, async () =>
+    systemOverview(await storage.listQueues(), await storage.cachedStats(), Date.now()),
+  );
 
   app.get('/api/v1/messages', READ_ONLY, async (request) => {
     const query = request.query as Record<string, unknown>;
@@ -152,10 +121,14 @@ export function registerResourceRoutes(app: FastifyInstance, context: BrokerCont
     async (request) => {
       const partitionId = name(request.params.partitionId, 'partitionId');
       const transactionId = name(request.params.transactionId, 'transactionId');
-      if (!(await storage.deleteMessage(partitionId, transactionId))) {
-        throw notFound('Message not found');
-      }
-      return { deleted: true, ...request.params };
+      // Queen's delete_message_v1: 200 either way, `success` says whether it was there.
+      const success = await storage.deleteMessage(partitionId, transactionId);
+      return {
+        success,
+        partitionId,
+        transactionId,
+        message: success ? 'Message deleted successfully' : 'Message not found',
+      };
     },
   );
 

@@ -2,8 +2,33 @@ import type { FastifyInstance } from 'fastify';
 import type { BrokerContext } from '../context.js';
 import { invalidRequest, notFound } from '../errors.js';
 import type { Maintenance } from '../maintenance.js';
-import { integer, isObject, LIMITS, name } from '../validation.js';
+import type { QueueInfo } from '../storage.js';
+import { integer, isObject, LIMITS, name, optionalName, timestamp } from '../validation.js';
+import { newestFirst, queueDetail, queueSummary, systemStatus } from '../views.js';
 import { ADMIN, PUBLIC, READ_ONLY } from './access.js';
+
+const HOUR_MS = 3_600_000;
+const DAY_MS = 24 * HOUR_MS;
+const ANALYTICS_INTERVALS = new Set(['minute', 'hour', 'day']);
+
+/** `from` and `to` query parameters (ISO times), by default the `span` before now. */
+function timeRange(query: Record<string, unknown>, now: number, span: number): { from: number; to: number } {
+  const to = query.to === undefined ? now : timestamp(query.to, 'to');
+  const from = query.from === undefined ? to - span : timestamp(query.from, 'from');
+  if (from > to) throw invalidRequest('from must not be after to');
+  return { from, to };
+}
+
+/** Queen's `queue`, `namespace` and `task` filters (absent: any). */
+function matches(query: Record<string, unknown>, byQueue: boolean): (queue: QueueInfo) => boolean {
+  const queue = byQueue ? optionalName(query.queue, 'queue') : undefined;
+  const namespace = optionalName(query.namespace, 'namespace');
+  const task = optionalName(query.task, 'task');
+  return (info) =>
+    (queue === undefined || info.name === queue) &&
+    (namespace === undefined || info.namespace === namespace) &&
+    (task === undefined || info.task === task);
+}
 
 /** Status views, the stats refresh and the maintenance toggles (admin), health. */
 export function registerStatusRoutes(
@@ -16,32 +41,42 @@ export function registerStatusRoutes(
 
   app.get('/health', PUBLIC, async () => ({ status: 'healthy', backend: storage.kind }));
 
-  app.get('/api/v1/status', READ_ONLY, async () => {
-    const stats = await storage.cachedStats();
+  // Queen's get_status_v3, plus Herald's `backend` and `parkedLongPolls`. `queue`, `namespace`
+  // and `task` filter the queue list, as in Queen; the message counts are system-wide.
+  app.get('/api/v1/status', READ_ONLY, async (request) => {
+    const query = request.query as Record<string, unknown>;
+    const now = Date.now();
+    const range = timeRange(query, now, HOUR_MS);
+    const queues = (await storage.listQueues()).filter(matches(query, true));
     return {
-      status: 'ok',
+      ...systemStatus(queues, await storage.cachedStats(), range, now),
       backend: storage.kind,
-      uptimeSeconds: Math.round((Date.now() - startedAt) / 1000),
-      queues: stats.length,
-      messages: {
-        pending: stats.reduce((t, s) => t + s.pending, 0),
-        retained: stats.reduce((t, s) => t + s.retained, 0),
-        pushed: stats.reduce((t, s) => t + s.pushed, 0),
-      },
-      deadLetters: stats.reduce((t, s) => t + s.deadLetters, 0),
-      activeLeases: stats.reduce((t, s) => t + s.activeLeases, 0),
+      uptimeSeconds: Math.round((now - startedAt) / 1000),
       parkedLongPolls: context.longPoll.parkedCount,
-      statsAt: stats.length > 0 ? new Date(Math.min(...stats.map((s) => s.at))).toISOString() : null,
     };
   });
 
-  app.get('/api/v1/status/queues', READ_ONLY, async () => ({ queues: await storage.cachedStats() }));
+  // Queen's get_status_queues_v2: newest queue first, one page.
+  app.get('/api/v1/status/queues', READ_ONLY, async (request) => {
+    const query = request.query as Record<string, unknown>;
+    const limit = integer(query.limit, 'limit', 100, 1, LIMITS.maxStatusQueues);
+    const offset = integer(query.offset, 'offset', 0, 0, LIMITS.maxStatusQueuesOffset);
+    const stats = new Map((await storage.cachedStats()).map((s) => [s.queue, s]));
+    const queues = (await storage.listQueues()).filter(matches(query, false)).sort(newestFirst);
+    return {
+      queues: queues
+        .slice(offset, offset + limit)
+        .map((queue) => queueSummary(queue, stats.get(queue.name), false)),
+      pagination: { limit, offset },
+    };
+  });
 
+  // Queen's get_queue_detail_v2.
   app.get<{ Params: { queue: string } }>('/api/v1/status/queues/:queue', READ_ONLY, async (request) => {
-    const stats = (await storage.cachedStats()).find((s) => s.queue === request.params.queue);
-    if (!stats)
-      throw notFound(`Queue '${request.params.queue}' not found (or not in the stats snapshot yet)`);
-    return stats;
+    const queueName = name(request.params.queue, 'queue');
+    const queue = await storage.getQueue(queueName);
+    if (!queue) throw notFound(`Queue '${queueName}' not found`);
+    return queueDetail(queue, await storage.partitionStates(queue.name));
   });
 
   // Queen's shape: a bare array, newest first, each message with its queue-mode state.
@@ -60,19 +95,29 @@ export function registerStatusRoutes(
     },
   );
 
-  app.get('/api/v1/status/analytics', READ_ONLY, async () => {
-    const stats = await storage.cachedStats();
+  // Queen's get_analytics_v1 answers messages created per time bucket; Herald keeps no such
+  // history, so `dataPoints` is empty (docs/broker.md "Differences from Queen").
+  app.get('/api/v1/status/analytics', READ_ONLY, async (request) => {
+    const query = request.query as Record<string, unknown>;
+    const range = timeRange(query, Date.now(), DAY_MS);
+    const interval = query.interval === undefined ? 'hour' : String(query.interval);
+    if (!ANALYTICS_INTERVALS.has(interval)) throw invalidRequest('interval must be minute, hour or day');
     return {
-      queues: stats.map((s) => ({
-        queue: s.queue,
-        pushed: s.pushed,
-        pending: s.pending,
-        oldestPendingAgeSeconds: s.oldestPendingAgeSeconds,
-        leaseExpiries: s.leaseExpiries,
-        deadLetters: s.deadLetters,
-      })),
+      dataPoints: [],
+      interval,
+      from: new Date(range.from).toISOString(),
+      to: new Date(range.to).toISOString(),
     };
   });
+
+  // Queen's file buffer of pushes taken in maintenance mode: Herald refuses those pushes (503)
+  // and has no buffer, so nothing is ever pending. `dbHealthy`: the store answers.
+  app.get('/api/v1/status/buffers', READ_ONLY, async () => ({
+    pending: 0,
+    failed: 0,
+    dbHealthy: (await storage.ready()) === undefined,
+    worker: 0,
+  }));
 
   app.post('/api/v1/stats/refresh', ADMIN, async () => {
     await maintenance.refreshStats();

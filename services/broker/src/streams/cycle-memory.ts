@@ -1,6 +1,7 @@
+import { encryptionChanged } from '../errors.js';
 import { deadLetter } from '../memory/dead-letters.js';
 import { releaseLease } from '../memory/leases.js';
-import { append, checkCapacity, countFresh } from '../memory/push.js';
+import { append, checkCapacity, countFresh, unsealedQueue } from '../memory/push.js';
 import {
   advance,
   after,
@@ -47,6 +48,9 @@ export function prepareMemoryCycle(
     }
     located = { ...found, consumer, message };
   }
+  // As lua/streams-cycle-0.lua: a clear sink payload for an encrypted queue is refused.
+  const unsealed = unsealedQueue(store, pushItems);
+  if (unsealed !== undefined) throw encryptionChanged(unsealed);
   const full = checkCapacity(store, countFresh(store, pushItems));
   if (full) return `Queue is full (maxSize ${full.maxSize})`;
   return (): CycleQueueSide => {

@@ -1,4 +1,5 @@
 import type { Redis } from '@herald/redis';
+import { encryptionChanged } from '../errors.js';
 import { namespaceAndTask, partitionIdOf } from '../identifiers.js';
 import type { PushItem, PushResult } from '../storage.js';
 import { STREAMS_LIMITS } from './limits.js';
@@ -30,6 +31,8 @@ export interface RedisStreamsHost {
 
 interface LuaCycleAnswer {
   unknown?: true;
+  /** A sink queue has encryptionEnabled and a push to it was not sealed: nothing applied. */
+  clear?: string;
   ok?: boolean;
   error?: string;
   applied?: number;
@@ -142,6 +145,8 @@ export class RedisStreams implements StreamsStorage {
     }
     const answer = JSON.parse(String(await this.host.run('streams-cycle', args))) as LuaCycleAnswer;
     if (answer.unknown) return undefined;
+    // PayloadEncryption.store reads the option again, seals and sends the cycle once more.
+    if (answer.clear !== undefined) throw encryptionChanged(answer.clear);
     if (!answer.ok) return { success: false, error: answer.error ?? 'cycle refused' };
     const pushes = Array.isArray(answer.pushes) ? answer.pushes : [];
     const pushResults: PushResult[] = pushes.map((push, index) => {

@@ -1,0 +1,64 @@
+--[[
+  Per-partition state of one queue, for the detailed views (queue detail, a consumer group's
+  partitions, lagging partitions; docs/broker.md "Queen compatibility"). Reads only.
+  KEYS[1]  <base>cfg
+  ARGV[1]  base: <prefix>{<queue>}:
+  ARGV[2]  partitions read at most (in the order of the parts hash)
+  ARGV[3]  entries counted at most per partition and group (the lag is a lower bound beyond)
+  ARGV[4]  dead letters read at most, newest first (counted per partition)
+  ARGV[5]  entries counted at most in all (then one per partition and group: its oldest), so
+           one call stays short whatever the backlog
+  Returns { { partition (URI-encoded), partitionId, retained, oldestMs, newestMs (0: none),
+              deadLetters, { { group (URI-encoded), lag, oldestPendingMs (0: none),
+                               leaseActive (0|1), leased (unanswered messages of the lease) }... }
+            }... }
+  Resend-safe: writes nothing.
+]]
+--@include broker
+
+local base = ARGV[1]
+local limit, cap, dead_read = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+local budget = tonumber(ARGV[5])
+local now = now_ms()
+local groups = redis.call('HKEYS', base .. 'groups')
+local dead = {}
+for _, e in ipairs(redis.call('XREVRANGE', base .. 'dlq', '+', '-', 'COUNT', dead_read)) do
+  local p = field(e, 'p')
+  if p then dead[p] = (dead[p] or 0) + 1 end
+end
+
+local function first_ms(entries)
+  if #entries == 0 then return 0 end
+  return id_ms(entries[1][1])
+end
+
+local out = {}
+local parts = redis.call('HGETALL', base .. 'parts')
+for i = 1, math.min(#parts, limit * 2), 2 do
+  local p = parts[i]
+  local stream = base .. 's:' .. p
+  local per_group = {}
+  for _, g in ipairs(groups) do
+    local after = redis.call('XRANGE', stream, '(' .. position(base, p, g), '+', 'COUNT',
+      math.max(1, math.min(cap, budget)))
+    budget = budget - #after
+    local aset = base .. 'a:' .. p .. ':' .. g
+    local lag = #after - redis.call('SCARD', aset)
+    local oldest = 0
+    for _, e in ipairs(after) do
+      if redis.call('SISMEMBER', aset, e[1]) == 0 then
+        oldest = id_ms(e[1])
+        break
+      end
+    end
+    local st = redis.call('HMGET', ckey(base, p, g), 'lease', 'exp', 'n')
+    local active = st[1] and tonumber(st[2] or '0') > now
+    local leased = 0
+    if active then leased = tonumber(st[3] or '0') - redis.call('SCARD', base .. 'r:' .. p .. ':' .. g) end
+    per_group[#per_group + 1] = { g, math.max(0, lag), fmt(oldest), active and 1 or 0, math.max(0, leased) }
+  end
+  out[#out + 1] = { p, parts[i + 1], redis.call('XLEN', stream),
+    fmt(first_ms(redis.call('XRANGE', stream, '-', '+', 'COUNT', 1))),
+    fmt(first_ms(redis.call('XREVRANGE', stream, '+', '-', 'COUNT', 1))), dead[p] or 0, per_group }
+end
+return out
