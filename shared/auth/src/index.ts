@@ -53,6 +53,7 @@ export {
 export {
   AUTH_FAILURE_REASONS,
   AuthError,
+  type AuthErrorCode,
   type AuthErrorStatus,
   type AuthFailureReason,
   defaultMessageFor,
