@@ -115,15 +115,6 @@ export function isAuthError(error: unknown): error is AuthError {
   return error instanceof AuthError;
 }
 
-/** The default public text for a reason (used by tests and by services that want the table). */
-export function defaultMessageFor(reason: AuthFailureReason): string {
-  return DEFAULTS[reason].message;
-}
-
-export function defaultStatusFor(reason: AuthFailureReason): AuthErrorStatus {
-  return DEFAULTS[reason].status;
-}
-
 export const AUTH_FAILURE_REASONS: readonly AuthFailureReason[] = Object.keys(
   DEFAULTS,
 ) as AuthFailureReason[];

@@ -56,8 +56,6 @@ export {
   type AuthErrorCode,
   type AuthErrorStatus,
   type AuthFailureReason,
-  defaultMessageFor,
-  defaultStatusFor,
   isAuthError,
 } from './errors.js';
 export {
