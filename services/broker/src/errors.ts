@@ -41,7 +41,7 @@ export const maintenanceMode = () =>
  * Redis could not serve the request: it was not done and may be retried (docs/broker.md,
  * "Outages"). A fixed text: the cause names the Redis address, and is for the log only.
  */
-export const storageUnavailable = (cause: unknown) =>
+const storageUnavailable = (cause: unknown) =>
   new BrokerError('HERALD_BROKER_STORAGE_UNAVAILABLE', 503, 'Storage unavailable; retry later', {
     cause,
     expose: true,
