@@ -1,50 +1,62 @@
 #!/usr/bin/env node
 // Runs every test of the repo in one node test run, so CI reads one closing summary.
-// Usage: node scripts/run-tests.mjs [path-prefix ...]   (e.g. shared/auth test/hub)
+// Usage: node scripts/run-tests.mjs [--root DIR] [path-prefix ...]   (e.g. shared/auth test/hub)
+//
+// One pattern (README.md, "Test it"): a test is a file named `*.test.ts`, anywhere in the repo
+// outside node_modules, dist, .git and the tool caches .gitignore lists (SKIPPED below). A file
+// named `*.test.<anything else>` would never run, so its presence fails the run, whatever the
+// path prefixes (issue #11: tests cannot hide).
 // Fails when a test fails, when a test is skipped or left todo, and when zero tests ran.
+// `--root` points the runner at another tree (its own test, test/scripts/run-tests.test.ts).
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, relative } from 'node:path';
+import { join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-const root = fileURLToPath(new URL('..', import.meta.url));
-const filters = process.argv.slice(2).map((filter) => filter.replace(/\/+$/, ''));
+const SKIPPED = new Set(['node_modules', 'dist', '.git', '.turbo', '.tmp', '.helm', '.node-lts', 'coverage']);
+const TEST_FILE = /\.test\.ts$/;
+/** What a reader takes for a test file: `name.test.<extension>`. */
+const LOOKS_LIKE_A_TEST = /\.test\.[^.]+$/;
 
-function testFilesUnder(directory, recursive) {
-  let entries;
-  try {
-    entries = readdirSync(directory);
-  } catch {
-    return [];
+const args = process.argv.slice(2);
+let root = fileURLToPath(new URL('..', import.meta.url));
+const rootAt = args.indexOf('--root');
+if (rootAt >= 0) {
+  const given = args[rootAt + 1];
+  if (!given) {
+    console.error('--root needs a directory');
+    process.exit(1);
   }
-  const files = [];
-  for (const entry of entries.sort()) {
-    if (entry === 'node_modules' || entry === 'dist' || entry.startsWith('.')) continue;
-    const path = join(directory, entry);
-    if (statSync(path).isDirectory()) {
-      if (recursive) files.push(...testFilesUnder(path, true));
-    } else if (entry.endsWith('.test.ts')) {
-      files.push(path);
-    }
+  root = resolve(given);
+  args.splice(rootAt, 2);
+}
+const filters = args.map((filter) => filter.replace(/\/+$/, ''));
+
+/** Every file under `directory` whose name looks like a test, recursively, sorted. */
+function candidatesUnder(directory) {
+  const found = [];
+  for (const entry of readdirSync(directory, { withFileTypes: true }).sort((a, b) =>
+    a.name < b.name ? -1 : 1,
+  )) {
+    if (SKIPPED.has(entry.name)) continue;
+    const path = join(directory, entry.name);
+    if (entry.isDirectory()) found.push(...candidatesUnder(path));
+    else if (entry.isFile() && LOOKS_LIKE_A_TEST.test(entry.name)) found.push(relative(root, path));
   }
-  return files;
+  return found;
 }
 
-function packageDirectories(parent) {
-  return readdirSync(join(root, parent))
-    .sort()
-    .map((name) => join(root, parent, name))
-    .filter((path) => statSync(path).isDirectory());
+const candidates = candidatesUnder(root);
+const misnamed = candidates.filter((path) => !TEST_FILE.test(path));
+if (misnamed.length > 0) {
+  for (const path of misnamed) console.error(`not run: ${path} (tests are named *.test.ts)`);
+  console.log(`0 passed, ${misnamed.length} failed`);
+  process.exit(1);
 }
-
-const files = [
-  ...packageDirectories('shared').flatMap((dir) => testFilesUnder(join(dir, 'test'), false)),
-  ...packageDirectories('services').flatMap((dir) => testFilesUnder(join(dir, 'test'), false)),
-  ...testFilesUnder(join(root, 'test'), true),
-]
-  .map((path) => relative(root, path))
-  .filter((path) => filters.length === 0 || filters.some((filter) => path.startsWith(filter)));
+const files = candidates.filter(
+  (path) => filters.length === 0 || filters.some((filter) => path.startsWith(filter)),
+);
 
 if (files.length === 0) {
   console.error(`no test files found${filters.length ? ` under ${filters.join(', ')}` : ''}`);

@@ -46,12 +46,17 @@ export const encryptionKeyMissing = (queue: string) =>
     `Queue '${queue}': encryptionEnabled needs a key and this broker has none (QUEEN_ENCRYPTION_KEY): refused rather than stored in clear`,
   );
 
-/** Not the client's doing: the key was removed from the node, or the stored bytes were altered. */
+/**
+ * Not the client's doing: the key was removed from the node, or the stored bytes were altered.
+ * Shown to the client (fixed texts naming a key id, a fingerprint, never key material): it tells
+ * the operator which key to put back.
+ */
 const undecryptable = (queue: string, why: string) =>
   new BrokerError(
     'HERALD_BROKER_DECRYPTION_FAILED',
     500,
     `A message of queue '${queue}' cannot be decrypted: ${why}`,
+    { expose: true },
   );
 
 function keyId(key: Buffer): string {

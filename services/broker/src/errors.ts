@@ -1,17 +1,21 @@
-import { isConnectionError } from '@herald/redis';
+import { HeraldError, type HeraldErrorOptions } from '@herald/errors';
+import { asRedisUnavailable } from '@herald/redis';
 
 /**
- * Typed errors of the broker, each with a code and the HTTP status the edge maps it to
- * (fastify's FST_ERR_* habit). Routes never invent status codes for domain failures.
+ * Typed errors of the broker, each with a `HERALD_BROKER_*` code and the HTTP status the edge
+ * maps it to (`@herald/errors`; codes in docs/contracts.md, "Errors"). Routes never invent status
+ * codes for domain failures. A 4xx message is shown to the client; a 5xx one only when it is a
+ * fixed text written for clients (`expose: true`).
  */
-export class BrokerError extends Error {
-  override readonly name: string = 'BrokerError';
+export class BrokerError extends HeraldError {
+  override readonly name = 'BrokerError';
   constructor(
-    readonly code: string,
-    readonly statusCode: number,
+    code: `HERALD_BROKER_${string}`,
+    statusCode: number,
     message: string,
+    options: HeraldErrorOptions = {},
   ) {
-    super(message);
+    super(code, statusCode, message, options);
   }
 }
 
@@ -29,25 +33,24 @@ export const queueFull = (queue: string, size: number, maxSize: number) =>
   );
 
 export const maintenanceMode = () =>
-  new BrokerError('HERALD_BROKER_MAINTENANCE', 503, 'Broker is in maintenance mode: pushes are refused');
-
-export const storageUnavailable = (cause: unknown) =>
-  new BrokerError(
-    'HERALD_BROKER_STORAGE_UNAVAILABLE',
-    503,
-    `Storage unavailable: ${cause instanceof Error ? cause.message : String(cause)}`,
-  );
-
-/** Redis answering but unable to serve: a restart still loading its data, a replica after a failover. */
-const NOT_SERVING = /^(LOADING|READONLY)\b/;
+  new BrokerError('HERALD_BROKER_MAINTENANCE', 503, 'Broker is in maintenance mode: pushes are refused', {
+    expose: true,
+  });
 
 /**
- * The 503 for an error that means "Redis could not serve it" (the request was not done and may
- * be retried), or undefined for any other error. The storage's connection refuses commands
- * with a typed `RedisUnavailableError` during an outage (docs/broker.md, "Outages").
+ * Redis could not serve the request: it was not done and may be retried (docs/broker.md,
+ * "Outages"). A fixed text: the cause names the Redis address, and is for the log only.
  */
-export function asStorageUnavailable(error: Error): BrokerError | undefined {
-  return isConnectionError(error) || NOT_SERVING.test(error.message) ? storageUnavailable(error) : undefined;
+const storageUnavailable = (cause: unknown) =>
+  new BrokerError('HERALD_BROKER_STORAGE_UNAVAILABLE', 503, 'Storage unavailable; retry later', {
+    cause,
+    expose: true,
+  });
+
+/** The 503 for a storage failure that means "not done, retry" (`asRedisUnavailable`), or undefined. */
+export function asStorageUnavailable(error: unknown): BrokerError | undefined {
+  const unavailable = asRedisUnavailable(error);
+  return unavailable ? storageUnavailable(unavailable) : undefined;
 }
 
 /**
@@ -60,12 +63,4 @@ export const encryptionChanged = (queue: string) =>
     ENCRYPTION_CHANGED,
     409,
     `Queue '${queue}' had encryptionEnabled turned on during the push: nothing was stored, retry it`,
-  );
-
-/** Transactions spanning queues need one Lua script over several hash slots. */
-export const crossSlotTransaction = () =>
-  new BrokerError(
-    'HERALD_BROKER_CROSS_SLOT_TRANSACTION',
-    400,
-    'A transaction may only touch one queue when the broker runs on Redis Cluster',
   );

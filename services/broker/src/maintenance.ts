@@ -1,14 +1,15 @@
 import {
+  closeRedis,
   createRedis,
   isConnectionError,
   loggableError,
   parseRedisOptions,
   type Redis,
   replyWithin,
+  settleWithin,
 } from '@herald/redis';
 import { type Job, Queue, Worker } from 'bullmq';
 import type { FastifyBaseLogger } from 'fastify';
-import { closeRedis, settleWithin } from './close.js';
 import type { BrokerMetrics } from './metrics.js';
 import type { BrokerStorage } from './storage.js';
 

@@ -4,7 +4,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { stopTestRedis } from '@herald/testkit';
+import { stopTestRedis, waitFor } from '@herald/testkit';
 import type { Broker } from '../src/index.js';
 import { BACKENDS, client, queueName, startTestBroker } from './helpers.js';
 
@@ -499,7 +499,15 @@ for (const backend of BACKENDS) {
       const expiring = queueName();
       await api.configure(expiring, { ttl: 1 });
       await api.push([{ queue: expiring, payload: 'old' }]);
-      await new Promise((resolve) => setTimeout(resolve, 1100)); // the message must age past ttl
+      // Each probe is a new consumer group (reads from the start, leaves the queue mode alone):
+      // it gets the message until the message ages past ttl, then nothing.
+      let probe = 0;
+      await waitFor(
+        async () => (await api.pop(expiring, `consumerGroup=ttl-probe-${probe++}`)).status === 204,
+        {
+          what: 'the message to expire (ttl 1 s)',
+        },
+      );
       assert.equal((await api.pop(expiring)).status, 204);
 
       const delayed = queueName();
@@ -527,9 +535,14 @@ for (const backend of BACKENDS) {
       await api.push([{ queue, payload: 1, transactionId: 'keep-not' }]);
       const popped = (await api.pop(queue, 'autoAck=true')).body.messages[0];
       assert.ok((await api.call('GET', `/api/v1/messages/${popped.partitionId}/keep-not`)).status === 200);
-      await new Promise((resolve) => setTimeout(resolve, 1300)); // past completedRetentionSeconds
-      await broker.storage.applyRetention();
-      assert.equal((await api.call('GET', `/api/v1/messages/${popped.partitionId}/keep-not`)).status, 404);
+      // Retention passes until the message, resolved, is older than completedRetentionSeconds.
+      await waitFor(
+        async () => {
+          await broker.storage.applyRetention();
+          return (await api.call('GET', `/api/v1/messages/${popped.partitionId}/keep-not`)).status === 404;
+        },
+        { what: 'retention to delete the resolved message (completedRetentionSeconds 1)' },
+      );
       // Dedup lasts as long as the message is retained: the id is free again.
       const again = await api.push([{ queue, payload: 2, transactionId: 'keep-not' }]);
       assert.equal(again.body[0].status, 'queued');

@@ -80,6 +80,11 @@ test('while Redis is down push, pop and ack answer 503 promptly, and nothing ref
     const reply = await attempt();
     assert.equal(reply.status, 503, `${route}: ${JSON.stringify(reply.body)}`);
     assert.match((reply.body as { error: string }).error, /^Storage unavailable/, route);
+    // The storage's own text names the Redis address; a client reads a fixed text (issue #11).
+    assert.ok(
+      !JSON.stringify(reply.body).includes(new URL(server.url).host),
+      `${route}: ${JSON.stringify(reply.body)}`,
+    );
   }
 
   // The long poll answers at its own timeout, Redis still down (not when Redis returns).

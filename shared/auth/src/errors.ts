@@ -1,3 +1,5 @@
+import { HeraldError } from '@herald/errors';
+
 /**
  * Every way authentication or authorization can fail, in one place (fastify's `FST_ERR_*`
  * registry, bullmq's `classes/errors`). Each service maps an AuthError to its own wire shape
@@ -70,9 +72,17 @@ const DEFAULTS: Readonly<Record<AuthFailureReason, ReasonDefaults>> = {
   invalid_pattern: { status: 400, message: 'Invalid topic matcher pattern' },
 };
 
-export class AuthError extends Error {
+/** `HERALD_AUTH_<REASON>`: the code scheme of `@herald/errors` (docs/contracts.md, "Errors"). */
+export type AuthErrorCode = `HERALD_AUTH_${Uppercase<AuthFailureReason>}`;
+
+/**
+ * Its `message` is public by construction (fixed strings, above), so it is exposed at every
+ * status, the 500s of a misconfigured key included.
+ */
+export class AuthError extends HeraldError {
   override readonly name = 'AuthError';
-  readonly code = 'HERALD_ERR_AUTH';
+  declare readonly code: AuthErrorCode;
+  /** The HTTP status, as `statusCode`; kept under this name for the services that read it. */
   readonly status: AuthErrorStatus;
 
   /**
@@ -86,8 +96,9 @@ export class AuthError extends Error {
     status?: AuthErrorStatus,
   ) {
     const defaults = DEFAULTS[reason];
-    super(message ?? defaults.message);
-    this.status = status ?? defaults.status;
+    const statusCode = status ?? defaults.status;
+    super(codeFor(reason), statusCode, message ?? defaults.message, { expose: true });
+    this.status = statusCode;
   }
 
   /** The wire body both services can use as is: `{"error": "<public message>"}`. */
@@ -96,17 +107,12 @@ export class AuthError extends Error {
   }
 }
 
+function codeFor(reason: AuthFailureReason): AuthErrorCode {
+  return `HERALD_AUTH_${reason.toUpperCase()}` as AuthErrorCode;
+}
+
 export function isAuthError(error: unknown): error is AuthError {
   return error instanceof AuthError;
-}
-
-/** The default public text for a reason (used by tests and by services that want the table). */
-export function defaultMessageFor(reason: AuthFailureReason): string {
-  return DEFAULTS[reason].message;
-}
-
-export function defaultStatusFor(reason: AuthFailureReason): AuthErrorStatus {
-  return DEFAULTS[reason].status;
 }
 
 export const AUTH_FAILURE_REASONS: readonly AuthFailureReason[] = Object.keys(

@@ -53,10 +53,9 @@ export {
 export {
   AUTH_FAILURE_REASONS,
   AuthError,
+  type AuthErrorCode,
   type AuthErrorStatus,
   type AuthFailureReason,
-  defaultMessageFor,
-  defaultStatusFor,
   isAuthError,
 } from './errors.js';
 export {

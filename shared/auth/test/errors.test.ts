@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { HeraldError, publicMessage } from '@herald/errors';
 import { AUTH_FAILURE_REASONS, AuthError, type AuthFailureReason, isAuthError } from '../src/errors.js';
 
 // [reason, status]: the wire status each failure maps to.
@@ -32,7 +33,11 @@ describe('AuthError', () => {
     it(`${reason} → ${status}`, () => {
       const error = new AuthError(reason);
       assert.equal(error.status, status);
+      assert.equal(error.statusCode, status);
+      assert.equal(error.code, `HERALD_AUTH_${reason.toUpperCase()}`);
       assert.equal(error.reason, reason);
+      assert.ok(error instanceof HeraldError);
+      assert.equal(publicMessage(error), error.message, 'auth texts are fixed: shown at every status');
       assert.ok(isAuthError(error));
     });
   }

@@ -1,12 +1,16 @@
-/** A setting that is missing, malformed or unknown. The message always names the variable. */
-export class ConfigError extends Error {
+import { HeraldError } from '@herald/errors';
+
+/**
+ * A setting that is missing, malformed or unknown. The message always names the variable. It
+ * stops a process at boot; should one ever reach a request, it is a server fault (500, not shown).
+ */
+export class ConfigError extends HeraldError {
   override readonly name = 'ConfigError';
-  readonly code = 'HERALD_ERR_CONFIG';
 
   constructor(
     readonly variable: string,
     reason: string,
   ) {
-    super(`${variable}: ${reason}`);
+    super('HERALD_CONFIG_INVALID', 500, `${variable}: ${reason}`);
   }
 }

@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import type { Metrics } from '@herald/metrics';
 import { metricsPlugin } from '@herald/metrics';
+import { replyWithin } from '@herald/redis';
 import Fastify, {
   type FastifyContextConfig,
   type FastifyInstance,
@@ -134,27 +135,27 @@ export function createServerKit(options: ServerKitOptions): ServerKit {
       const started = Date.now();
       const deadline = started + config.SHUTDOWN_TIMEOUT;
       app.log.info({ reason, timeoutMs: config.SHUTDOWN_TIMEOUT }, 'shutting down: draining');
-      let timer: NodeJS.Timeout | undefined;
-      const timedOut = new Promise<'timeout'>((resolve) => {
-        timer = setTimeout(() => resolve('timeout'), config.SHUTDOWN_TIMEOUT);
-      });
       // 1. Readiness flips to 503 inside drain(), before any hook runs, while the listener still
       //    answers (probes see 503, not a refused connection; the hub refuses new subscribers).
       // 2. Drain hooks finish their work (the hub closes streams spread over its drain window).
       // 3. app.close() stops the listener and waits for the requests still in flight.
+      // `finished` never rejects (a failure is held as a value), so the bound is the only
+      // rejection below, whatever error types the hooks throw.
       const finished = (async () => {
         await lifecycle.drain(deadline);
         await app.close();
-        return 'done' as const;
-      })();
-      const outcome = await Promise.race([finished, timedOut]);
-      clearTimeout(timer);
-      if (outcome === 'timeout') {
+      })().then(
+        () => undefined,
+        (error: unknown) => ({ error }),
+      );
+      const failed = await replyWithin(finished, config.SHUTDOWN_TIMEOUT, 'drain and close').catch(() => {
         // Cut what is left and stop waiting: a close hook stuck on a dead dependency (Redis
         // down, reconnecting forever) must not hold the process past its grace period.
         app.log.warn('shutdown timeout reached: closing remaining connections');
         app.server.closeAllConnections();
-      }
+        return undefined;
+      });
+      if (failed) throw failed.error;
       app.log.info({ elapsedMs: Date.now() - started }, 'shutdown complete');
     })();
     return shuttingDown;

@@ -1,24 +1,31 @@
+import { HeraldError } from '@herald/errors';
 import type { Redis } from 'ioredis';
 
 type Command = Parameters<Redis['sendCommand']>[0];
 type Stream = Parameters<Redis['sendCommand']>[1];
 
-/** Why a command was refused: the connection is down, or no reply came within the deadline. */
-export type RedisUnavailableReason = 'disconnected' | 'timeout';
+/**
+ * Why Redis could not serve a command: the connection is down, no reply came within the
+ * deadline, or Redis answered that it cannot serve now (still loading its data, a replica).
+ */
+export type RedisUnavailableReason = 'disconnected' | 'timeout' | 'not-serving';
 
 /**
- * A command refused by the fail-fast mode of `createRedis({ commandTimeout })`. Such a command
- * is never written to Redis after the refusal (see `applyDeadlines` for the exact guarantee),
- * so an edge may answer "not done, retry" (a 503).
+ * "Redis could not serve this; it was not done, retry later": a command refused by the fail-fast
+ * mode of `createRedis({ commandTimeout })` (never written to Redis after the refusal, see
+ * `applyDeadlines` for the exact guarantee), or any failure `asRedisUnavailable` recognises. An
+ * edge answers it 503. Its message names the Redis address: for logs, never for a client
+ * (`expose` is false).
  */
-export class RedisUnavailableError extends Error {
+export class RedisUnavailableError extends HeraldError {
   override readonly name = 'RedisUnavailableError';
-  readonly code = 'HERALD_REDIS_UNAVAILABLE';
+  override readonly code = 'HERALD_REDIS_UNAVAILABLE';
   constructor(
     readonly reason: RedisUnavailableReason,
     message: string,
+    options: { readonly cause?: unknown } = {},
   ) {
-    super(message);
+    super('HERALD_REDIS_UNAVAILABLE', 503, message, { ...options, expose: false });
   }
 }
 

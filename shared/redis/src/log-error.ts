@@ -42,3 +42,33 @@ export function isConnectionError(error: unknown): boolean {
   if (typeof code === 'string' && CONNECTION_CODES.has(code)) return true;
   return /Connection is closed|Stream isn't writeable|MaxRetriesPerRequest/.test(error.message);
 }
+
+/**
+ * Redis's answer when it runs but cannot serve: a restart still loading its data (LOADING), a
+ * primary turned replica by a failover (READONLY), a replica without its primary (MASTERDOWN).
+ * An error reply starts with its code (RESP "simple errors").
+ */
+const NOT_SERVING_CODES = new Set(['LOADING', 'READONLY', 'MASTERDOWN']);
+
+function replyCodeOf(error: Error): string | undefined {
+  if (error.name !== 'ReplyError') return undefined;
+  const end = error.message.indexOf(' ');
+  return end < 0 ? error.message : error.message.slice(0, end);
+}
+
+/**
+ * The typed form of a failure that means "Redis could not serve it" (the command was not done
+ * and may be retried), or undefined for any other error (a failed script, a bug): a connection
+ * error (`isConnectionError`), a Redis that cannot serve now, a fail-fast refusal as is.
+ */
+export function asRedisUnavailable(error: unknown): RedisUnavailableError | undefined {
+  if (error instanceof RedisUnavailableError) return error;
+  if (!(error instanceof Error)) return undefined;
+  if (isConnectionError(error))
+    return new RedisUnavailableError('disconnected', error.message, { cause: error });
+  const code = replyCodeOf(error);
+  if (code !== undefined && NOT_SERVING_CODES.has(code)) {
+    return new RedisUnavailableError('not-serving', error.message, { cause: error });
+  }
+  return undefined;
+}

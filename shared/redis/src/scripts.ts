@@ -46,7 +46,17 @@ export function loadScripts(directory: string): ScriptSet {
   return scripts;
 }
 
-/** Redis refused an EVALSHA whose script it does not hold (after a restart or SCRIPT FLUSH). */
+/**
+ * The script `name` of a set, or an error naming the file it would come from: a script missing
+ * at a call site is a packaging fault (a `.lua` file left out), reported in one wording.
+ */
+export function scriptNamed(scripts: ScriptSet, name: string): LuaScript {
+  const script = scripts.get(name);
+  if (!script) throw new Error(`Lua script ${name} is not loaded: no ${name}-<numberOfKeys>.lua file`);
+  return script;
+}
+
+/** Redis's reply to EVALSHA of a script its cache does not hold (after a restart or SCRIPT FLUSH). */
 export function isNoScript(error: unknown): boolean {
   return error instanceof Error && error.message.startsWith('NOSCRIPT');
 }

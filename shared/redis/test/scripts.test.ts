@@ -10,6 +10,7 @@ import {
   parseRedisOptions,
   pipelineScript,
   runScript,
+  scriptNamed,
 } from '../src/index.js';
 
 const scripts = loadScripts(fileURLToPath(new URL('./lua/', import.meta.url)));
@@ -23,17 +24,20 @@ after(async () => {
   await stopTestRedis();
 });
 
-function script(name: string) {
-  const found = scripts.get(name);
-  assert.ok(found, `script ${name} loaded`);
-  return found;
-}
+const script = (name: string) => scriptNamed(scripts, name);
 
 test('loads <name>-<keys>.lua files with their key counts and SHA1', () => {
   assert.deepEqual([...scripts.keys()].sort(), ['doubled', 'increment', 'pair']);
   assert.equal(script('increment').numberOfKeys, 1);
   assert.equal(script('pair').numberOfKeys, 2);
   assert.match(script('increment').sha, /^[0-9a-f]{40}$/);
+});
+
+test('a script missing from the set is named with the file it would come from', () => {
+  assert.throws(
+    () => scriptNamed(scripts, 'absent'),
+    /^Error: Lua script absent is not loaded: no absent-<numberOfKeys>\.lua file$/,
+  );
 });
 
 test('runs by SHA, falling back to EVAL on NOSCRIPT after SCRIPT FLUSH', async () => {

@@ -1,3 +1,4 @@
+import { HeraldError, sendError } from '@herald/errors';
 import type { FastifyError, FastifyInstance, FastifyReply } from 'fastify';
 import { asStorageUnavailable, BrokerError } from '../errors.js';
 import { depthExceededAt } from '../json-depth.js';
@@ -16,7 +17,8 @@ const CORS_HEADERS = {
 /**
  * Wire conventions shared by every route (broker.md): JSON bodies (malformed → 400 with a
  * message), CORS on responses, OPTIONS → 204, errors as `{"error":"…"}` with the status the
- * typed error carries; anything unexpected is a 500 (or 503 when storage is unreachable).
+ * typed error carries (`sendError`); a storage that cannot serve is a 503, anything unexpected a
+ * 500, both with a fixed text: internal messages reach the log, never the client.
  */
 export function registerConventions(app: FastifyInstance): void {
   app.removeAllContentTypeParsers();
@@ -54,18 +56,19 @@ export function registerConventions(app: FastifyInstance): void {
     reply.code(404).send({ error: `Route ${request.method} ${request.url.split('?')[0]} not found` }),
   );
 
-  app.setErrorHandler(async (error: FastifyError | BrokerError | Error, request, reply: FastifyReply) => {
-    if (error instanceof BrokerError) return reply.code(error.statusCode).send({ error: error.message });
-    const status = (error as FastifyError).statusCode;
-    if (typeof status === 'number' && status >= 400 && status < 500) {
-      return reply.code(status).send({ error: error.message });
-    }
+  app.setErrorHandler(async (error: FastifyError | Error, request, reply: FastifyReply) => {
     const unavailable = asStorageUnavailable(error);
     if (unavailable) {
       // Expected while Redis is away, and logged once per outage by the storage (OutageLog): a
-      // line per refused request would flood the log.
+      // line per refused request would flood the log. The client reads a fixed text.
       request.log.debug({ err: { type: error.name, message: error.message } }, 'storage unavailable');
-      return reply.code(unavailable.statusCode).send({ error: unavailable.message });
+      return sendError(reply, unavailable);
+    }
+    if (error instanceof HeraldError) return sendError(reply, error);
+    const status = (error as FastifyError).statusCode;
+    if (typeof status === 'number' && status >= 400 && status < 500) {
+      // fastify's own refusals of the request (body too large, unsupported content type).
+      return reply.code(status).send({ error: error.message });
     }
     // Name, message and stack only: ioredis errors carry the failed command, whose arguments
     // are a whole Lua script (EVAL) or every payload of the request.
@@ -73,7 +76,7 @@ export function registerConventions(app: FastifyInstance): void {
       { err: { type: error.name, message: error.message, stack: error.stack } },
       'request failed',
     );
-    return reply.code(500).send({ error: 'Internal server error' });
+    return sendError(reply, error);
   });
 }
 

@@ -1,0 +1,10 @@
+export {
+  type ErrorArea,
+  HeraldError,
+  type HeraldErrorCode,
+  type HeraldErrorOptions,
+  isHeraldError,
+  publicMessage,
+  statusOf,
+} from './herald-error.js';
+export { type ErrorBodyFormat, type ErrorReply, sendError } from './reply.js';

@@ -1,0 +1,24 @@
+import { publicMessage, statusOf } from './herald-error.js';
+
+/** The part of a fastify reply the mapping uses (FastifyReply satisfies it). */
+export interface ErrorReply {
+  code(statusCode: number): ErrorReply;
+  type(contentType: string): ErrorReply;
+  send(payload?: unknown): unknown;
+}
+
+/** How a service spells an error body: the broker's `{"error": …}` JSON, or the hub's plain text. */
+export type ErrorBodyFormat = 'json' | 'text';
+
+/**
+ * Answers a request that failed with `error`: its status and public message (`publicMessage`),
+ * as JSON `{"error": "<message>"}` or as plain text. Any other error answers 500 with the
+ * standard text, whatever it says: the caller logs it.
+ */
+export function sendError(reply: ErrorReply, error: unknown, format: ErrorBodyFormat = 'json'): unknown {
+  const status = statusOf(error);
+  const message = publicMessage(error);
+  return format === 'json'
+    ? reply.code(status).send({ error: message })
+    : reply.code(status).type('text/plain; charset=utf-8').send(message);
+}
