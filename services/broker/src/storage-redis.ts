@@ -9,6 +9,7 @@
  */
 import type { Histogram } from '@herald/metrics';
 import {
+  closeRedis,
   createRedis,
   instrumentRedis,
   OutageLog,
@@ -19,8 +20,8 @@ import {
   redisTarget,
   runScript,
   type ScriptSet,
+  scriptNamed,
 } from '@herald/redis';
-import { closeRedis } from './close.js';
 import { ack } from './redis/ack.js';
 import { encode, type RedisBackend } from './redis/context.js';
 import { listDeadLetters, requeueDeadLetters } from './redis/dead-letters.js';
@@ -161,9 +162,7 @@ export class RedisStorage implements BrokerStorage {
   }
 
   private run<T>(name: string, keys: string[], args: (string | number)[]): Promise<T> {
-    const script = this.scripts.get(name);
-    if (!script) throw new Error(`missing Lua script ${name}`);
-    return runScript<T>(this.redis, script, keys, args);
+    return runScript<T>(this.redis, scriptNamed(this.scripts, name), keys, args);
   }
 
   onAvailable(listener: AvailabilityListener): () => void {
