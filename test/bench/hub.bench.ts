@@ -13,6 +13,8 @@
  * Scaled for a 2-core machine with < 20k open files per process: subscribers are held by
  * client processes of their own; sizes are the constants below (BENCH_SUBSCRIBERS etc. override).
  * Everything binds 127.0.0.1 and every phase is bounded in time and count.
+ * Over 500 lines on purpose: four measurements with their baselines in one run, so the ratios
+ * compare numbers taken under the same load.
  */
 import { type ChildProcess, fork } from 'node:child_process';
 import { readFileSync } from 'node:fs';

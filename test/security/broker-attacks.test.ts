@@ -2,6 +2,8 @@
 // verbatim to a socket of a real broker process (Redis backend, HS256 JWT with issuer and
 // audience; a second node with JWT_ALGORITHM=auto and only a JWKS), with the status the issue
 // requires and, where it matters, the state or the log afterwards.
+// Over 500 lines on purpose: a catalogue, one row per attack in the issue's order; the rows share
+// only the two broker processes started below.
 import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';

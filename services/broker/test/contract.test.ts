@@ -1,6 +1,8 @@
 /*
  * The contract suite: every data-plane route and semantic rule of broker.md, over HTTP,
  * against both backends (in-process and Redis).
+ * Over 500 lines on purpose: one suite per backend, one test per rule of broker.md in the spec's
+ * order, so a rule and its check are found together; the shared setup is in helpers.ts.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';

@@ -21,6 +21,10 @@ import {
  * (https://urlpattern.spec.whatwg.org/#parse-a-pattern-string) and generate the spec's regular
  * expression for RE2 (re2js) instead of RegExp. A differential test checks the result against
  * the polyfill's own `test()` on cases where backtracking is harmless.
+ *
+ * Over 500 lines on purpose: the spec's tokenizer, pattern-string parser and regular-expression
+ * generator are one algorithm (WHATWG URLPattern §1.4-1.6), kept in spec order in one file so it
+ * can be read against the spec step by step.
  */
 
 export class UrlPatternSyntaxError extends Error {
