@@ -82,7 +82,7 @@ export const draining = () =>
  * The backend could not serve the request (`TransportUnavailableError`): a fixed text written for
  * clients, exposed; the transport's own message, which names internals, is the `cause` (logs only).
  */
-export const backendUnavailable = (cause?: unknown) =>
+const backendUnavailable = (cause?: unknown) =>
   new HubError('HERALD_HUB_BACKEND_UNAVAILABLE', 503, 'The update backend is unavailable; retry later', {
     expose: true,
     ...(cause === undefined ? {} : { cause }),

@@ -9,7 +9,7 @@ import { createMetrics } from '@herald/metrics';
 import { RedisUnavailableError } from '@herald/redis';
 import { ReplyError } from 'ioredis';
 import { parseHubConfig } from '../src/config.js';
-import { TransportUnavailableError, unsupportedMatchType } from '../src/errors.js';
+import { HubError, TransportUnavailableError, unsupportedMatchType } from '../src/errors.js';
 import { createHub } from '../src/hub.js';
 import { PUBLISHER_SECRET, SUBSCRIBER_SECRET } from './helpers.js';
 
@@ -51,3 +51,10 @@ for (const [what, failure, status, message] of CASES) {
     assert.ok(!reply.body.includes(INTERNAL), `internal text in ${reply.body}`);
   });
 }
+
+test('a hub error code outside HERALD_HUB_<REASON> is refused when the error is built', () => {
+  // The scheme before issue #11 (HUB_ERR_<X>): the type refuses it, and so does the constructor.
+  assert.throws(() => new HubError('HUB_ERR_DRAINING' as `HERALD_HUB_${string}`, 503, 'x'), TypeError);
+  assert.throws(() => new HubError('HERALD_HUB_draining', 503, 'x'), TypeError);
+  assert.equal(new HubError('HERALD_HUB_DRAINING', 503, 'x').code, 'HERALD_HUB_DRAINING');
+});
