@@ -1,7 +1,8 @@
 import type { FastifyBaseLogger } from 'fastify';
+import { TransportUnavailableError } from './errors.js';
 import type { Subscriber } from './subscriber.js';
 import type { Transport } from './transport.js';
-import type { Position } from './update.js';
+import type { Position, StoredUpdate } from './update.js';
 
 const REPLAY_PAGE = 1000;
 
@@ -15,9 +16,11 @@ export interface ReplayStart {
 
 /**
  * Resolves a subscribe cursor (Last-Event-ID) against the history. An id no longer (or never) in
- * history replays from the earliest entry (hub.md, history), and so does a failed lookup: the
- * subscriber gets more than it asked for, never less. A found cursor also tells the subscriber to
- * drop live updates up to it (they precede the cursor).
+ * history replays from the earliest entry (hub.md, history), and so does a lookup that failed for
+ * another reason than an unavailable backend: the subscriber gets more than it asked for, never
+ * less. A backend that cannot serve the lookup rejects (TransportUnavailableError: the subscribe
+ * answers 503 and the client retries). A found cursor also tells the subscriber to drop live
+ * updates up to it (they precede the cursor).
  */
 export async function resolveCursor(
   transport: Pick<Transport, 'findPosition'>,
@@ -33,32 +36,46 @@ export async function resolveCursor(
       return { after: position, precedingId: cursor };
     }
   } catch (error) {
+    if (error instanceof TransportUnavailableError) throw error;
     log.warn({ err: error }, 'history lookup failed; replaying from the earliest entry');
   }
   return { after: undefined, precedingId: 'earliest' };
 }
 
 /**
- * Writes the history entries after `after` up to the subscriber's replay snapshot (taken when it
- * was registered: later updates reach it live), page by page, then lets its buffered live updates
- * through. `onWritten` hears how many events each page wrote; rejects when the history cannot be
- * read (the live updates stay buffered: the caller closes the stream).
+ * The first page of a replay (history entries after `after`, up to the subscriber's replay
+ * snapshot): read before the response's headers are written, so a backend that cannot serve it
+ * fails the subscribe as a whole (503) rather than a stream that opens and closes at once.
+ */
+export function readFirstReplayPage(
+  transport: Pick<Transport, 'readHistory'>,
+  subscriber: Subscriber,
+  after: Position | undefined,
+): Promise<StoredUpdate[]> {
+  return transport.readHistory(after, subscriber.replaySnapshot as Position, REPLAY_PAGE);
+}
+
+/**
+ * Writes `firstPage` and the history entries after it up to the subscriber's replay snapshot
+ * (taken when it was registered: later updates reach it live), page by page, then lets its
+ * buffered live updates through. `onWritten` hears how many events each page wrote; rejects when
+ * the history cannot be read (the live updates stay buffered: the caller closes the stream).
  */
 export async function replayHistory(
   transport: Pick<Transport, 'readHistory'>,
   subscriber: Subscriber,
-  after: Position | undefined,
+  firstPage: readonly StoredUpdate[],
   onWritten: (count: number) => void,
 ): Promise<void> {
   const snapshot = subscriber.replaySnapshot as Position;
-  let from = after;
+  let page = firstPage;
   for (;;) {
-    const page = await transport.readHistory(from, snapshot, REPLAY_PAGE);
     let written = 0;
     for (const update of page) if (subscriber.replay(update)) written += 1;
     onWritten(written);
     if (page.length < REPLAY_PAGE || subscriber.closed) break;
-    from = (page[page.length - 1] as { position: Position }).position;
+    const from = (page[page.length - 1] as StoredUpdate).position;
+    page = await transport.readHistory(from, snapshot, REPLAY_PAGE);
   }
   subscriber.endReplay();
 }

@@ -1,10 +1,11 @@
-import { randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import type { AddressInfo } from 'node:net';
+import { HeraldError, sendError } from '@herald/errors';
 import { createServerKit, type Lifecycle, type ServerKit } from '@herald/http';
+import { uuidv7 } from '@herald/ids';
 import { createMetrics, type Metrics } from '@herald/metrics';
-import { replyWithin } from '@herald/redis';
-import type { FastifyInstance, FastifyServerOptions } from 'fastify';
+import { settleWithin } from '@herald/redis';
+import type { FastifyError, FastifyInstance, FastifyServerOptions } from 'fastify';
 import {
   handleSubscriptionsApi,
   SUBSCRIPTIONS_PATH,
@@ -225,7 +226,7 @@ export class Hub implements SubscriberRegistry {
       if (active) await this.transport.addSubscriptions(records);
       else await this.transport.removeSubscriptions(records.map((record) => record.id));
       for (const record of records)
-        await this.publish(subscriptionEvent(`urn:uuid:${randomUUID()}`, record, active));
+        await this.publish(subscriptionEvent(`urn:uuid:${uuidv7()}`, record, active));
     } catch (error) {
       this.app.log.warn({ err: error, active }, 'could not record or announce a subscription change');
     }
@@ -236,7 +237,7 @@ export class Hub implements SubscriberRegistry {
     this.app.log.info({ count: records.length }, 'announcing the end of subscriptions of a departed node');
     for (const record of records) {
       try {
-        await this.publish(subscriptionEvent(`urn:uuid:${randomUUID()}`, record, false));
+        await this.publish(subscriptionEvent(`urn:uuid:${uuidv7()}`, record, false));
       } catch (error) {
         this.app.log.warn({ err: error }, 'could not announce an orphaned subscription');
       }
@@ -285,11 +286,7 @@ export class Hub implements SubscriberRegistry {
   async stop(): Promise<void> {
     clearInterval(this.heartbeatTimer);
     // Bounded: with Redis unreachable these would wait in the offline queue forever.
-    await replyWithin(
-      Promise.allSettled([...this.pendingAnnouncements]),
-      ANNOUNCEMENTS_STOP_TIMEOUT,
-      'subscription announcements',
-    ).catch(() => undefined);
+    await settleWithin(Promise.allSettled([...this.pendingAnnouncements]), ANNOUNCEMENTS_STOP_TIMEOUT);
     await this.transport.stop();
     this.auth.close();
   }
@@ -321,24 +318,32 @@ export function createHub(options: HubOptions): HubServer {
   const { app, lifecycle } = kit;
   const hub = new Hub(config, metrics, app, options);
 
-  app.setErrorHandler(
-    (thrown: Error & { statusCode?: number; status?: number; reason?: string }, request, reply) => {
-      const error: Error & { statusCode?: number; status?: number } = asHubError(thrown);
-      const status = error instanceof HubError ? error.status : (error.statusCode ?? error.status ?? 500);
-      // AuthErrors are counted by the authenticator's onFailure; these are the hub's own refusals.
-      if (error instanceof HubError && error.authReason)
-        hub.metrics.authFailures.inc({ reason: error.authReason });
-      if (status >= 500 && status !== 501 && status !== 503)
-        request.log.error({ err: error }, 'request failed');
-      else request.log.info({ status, code: (error as { code?: string }).code }, error.message);
-      const bearerError = bearerErrorOf(error);
-      if (bearerError !== undefined)
-        reply.header('www-authenticate', bearerChallenge(bearerError, hub.identity.resourceMetadataUrl));
-      const message =
-        status >= 500 && status !== 501 && status !== 503 ? 'Internal Server Error' : error.message;
-      return reply.code(status).type('text/plain; charset=utf-8').send(message);
-    },
-  );
+  app.setErrorHandler((thrown: FastifyError | Error, request, reply) => {
+    const error = asHubError(thrown);
+    // AuthErrors are counted by the authenticator's onFailure; these are the hub's own refusals.
+    if (error instanceof HubError && error.authReason)
+      hub.metrics.authFailures.inc({ reason: error.authReason });
+    const bearerError = bearerErrorOf(error);
+    if (bearerError !== undefined)
+      reply.header('www-authenticate', bearerChallenge(bearerError, hub.identity.resourceMetadataUrl));
+    const status = error instanceof HeraldError ? error.statusCode : (thrown as FastifyError).statusCode;
+    if (error instanceof HeraldError && (error.statusCode < 500 || error.expose)) {
+      request.log.info({ status, code: error.code }, error.message);
+      return sendError(reply, error, 'text');
+    }
+    if (!(error instanceof HeraldError) && typeof status === 'number' && status >= 400 && status < 500) {
+      // fastify's own refusals of the request (body too large, unsupported content type).
+      request.log.info({ status, code: (thrown as FastifyError).code }, thrown.message);
+      return reply.code(status).type('text/plain; charset=utf-8').send(thrown.message);
+    }
+    // Anything else answers its status's standard text: its message may name internals.
+    // Name, message and stack only: ioredis errors carry the failed command and its arguments.
+    request.log.error(
+      { err: { type: thrown.name, message: thrown.message, stack: thrown.stack } },
+      'request failed',
+    );
+    return sendError(reply, error, 'text');
+  });
 
   registerCors(app, {
     origins: config.MERCURE_CORS_ORIGINS,

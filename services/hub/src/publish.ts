@@ -1,5 +1,5 @@
+import { uuidv7 } from '@herald/ids';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { v7 as uuidv7 } from 'uuid';
 import type { HubAuthorization } from './authorization.js';
 import { forbidden, invalidField, originRefused, originRequired, unauthorized } from './errors.js';
 import type { Principal } from './principal.js';

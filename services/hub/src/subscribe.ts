@@ -1,8 +1,10 @@
 import { randomUUID } from 'node:crypto';
-import type { ServerResponse } from 'node:http';
-import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
+import { type ErrorReply, HeraldError, sendError } from '@herald/errors';
+import type { FastifyBaseLogger, FastifyReply, FastifyRequest } from 'fastify';
 import type { HubAuthorization } from './authorization.js';
 import {
+  asHubError,
   draining,
   matchersTooComplex,
   missingMatcher,
@@ -11,13 +13,14 @@ import {
   unauthorized,
   unsupportedMatchType,
 } from './errors.js';
-import { replayHistory, resolveCursor } from './history-replay.js';
+import { type ReplayStart, readFirstReplayPage, replayHistory, resolveCursor } from './history-replay.js';
 import type { Principal } from './principal.js';
 import { queryParameters } from './query.js';
 import { OPENING_COMMENT, SSE_HEADERS } from './sse.js';
 import type { Subscriber } from './subscriber.js';
 import type { TopicMatcher } from './topic-matcher.js';
 import type { Transport } from './transport.js';
+import type { StoredUpdate } from './update.js';
 
 /** Reference hub limits (hub.md, subscribe). */
 export const MAX_MATCHERS = 100;
@@ -151,11 +154,12 @@ export async function handleSubscribe(
   const headerCursor = request.headers['last-event-id'];
   const cursor = typeof headerCursor === 'string' && headerCursor !== '' ? headerCursor : query.lastEventId;
 
-  const headers: Record<string, string | number | string[]> = {};
+  // The headers set so far (CORS): on the stream, and on a refusal written after the hijack.
+  const replyHeaders: OutgoingHttpHeaders = {};
   for (const [name, value] of Object.entries(reply.getHeaders())) {
-    if (value !== undefined) headers[name] = value as string | number | string[];
+    if (value !== undefined) replyHeaders[name] = value;
   }
-  Object.assign(headers, SSE_HEADERS);
+  const headers: OutgoingHttpHeaders = { ...replyHeaders, ...SSE_HEADERS };
   if (request.method === 'HEAD') {
     reply.hijack();
     reply.raw.writeHead(200, headers);
@@ -177,20 +181,63 @@ export async function handleSubscribe(
   });
   request.raw.socket.setNoDelay(true);
 
-  const start =
-    cursor === undefined ? undefined : await resolveCursor(transport, subscriber, cursor, request.log);
-  if (start) {
-    headers['last-event-id'] = start.precedingId;
-    headers['mercure-last-event-id'] = start.precedingId;
+  // The history reads the stream starts with come before its headers: a backend that cannot
+  // serve them answers 503 (retry later), not a stream that opens and closes at once.
+  let replay: { start: ReplayStart; firstPage: StoredUpdate[] } | undefined;
+  if (cursor !== undefined) {
+    try {
+      const start = await resolveCursor(transport, subscriber, cursor, request.log);
+      replay = { start, firstPage: await readFirstReplayPage(transport, subscriber, start.after) };
+    } catch (error) {
+      if (!subscriber.closed) refuse(response, replyHeaders, asHubError(error), request.log);
+      subscriber.close('replay_failed');
+      return;
+    }
+    headers['last-event-id'] = replay.start.precedingId;
+    headers['mercure-last-event-id'] = replay.start.precedingId;
   }
   if (subscriber.closed) return;
   response.writeHead(200, headers);
   response.write(OPENING_COMMENT);
-  if (!start) return;
+  if (!replay) return;
   try {
-    await replayHistory(transport, subscriber, start.after, dependencies.onReplayed);
+    await replayHistory(transport, subscriber, replay.firstPage, dependencies.onReplayed);
   } catch (error) {
     request.log.error({ err: error }, 'history replay failed; closing the stream (the client resumes)');
     subscriber.close('replay_failed');
   }
+}
+
+/**
+ * Answers a subscribe that failed after the hijack but before its stream opened, as the error
+ * handler answers every other request (`sendError`, plain text): the same status and public text.
+ */
+function refuse(
+  response: ServerResponse,
+  headers: OutgoingHttpHeaders,
+  error: unknown,
+  log: FastifyBaseLogger,
+): void {
+  if (error instanceof HeraldError && error.expose) {
+    log.info({ status: error.statusCode, code: error.code }, error.message);
+  } else {
+    log.error({ err: error }, 'subscribe failed before its stream opened');
+  }
+  let status = 500;
+  const raw: ErrorReply = {
+    code(statusCode) {
+      status = statusCode;
+      return raw;
+    },
+    type(contentType) {
+      headers['content-type'] = contentType;
+      return raw;
+    },
+    send(payload) {
+      response.writeHead(status, headers);
+      response.end(payload);
+      return raw;
+    },
+  };
+  sendError(raw, error, 'text');
 }

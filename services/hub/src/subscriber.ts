@@ -166,7 +166,9 @@ export class Subscriber {
   }
 
   heartbeat(): void {
-    if (!this.closed && !this.blocked) this.write(HEARTBEAT);
+    // Not before the stream's headers: the subscribe handler may still be reading history, and
+    // may yet answer 503 (a write now would send an implicit 200 instead).
+    if (!this.closed && !this.blocked && this.response.headersSent) this.write(HEARTBEAT);
   }
 
   write(frame: Frame): void {

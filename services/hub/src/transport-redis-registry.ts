@@ -4,8 +4,8 @@ import {
   loggableError,
   type OutageLog,
   type Redis,
-  replyWithin,
   runScript,
+  settleWithin,
 } from '@herald/redis';
 import type { SubscriptionRecord, TransportLog } from './transport.js';
 
@@ -13,7 +13,10 @@ import type { SubscriptionRecord, TransportLog } from './transport.js';
 const REAP_CLAIM_TTL = 60_000;
 
 export interface RedisSubscriptionRegistryOptions {
+  /** Writes and the lease: they wait out an outage in the offline queue. */
   readonly command: Redis;
+  /** Reads for a request (`list`): the deadline connection, refused at once during an outage. */
+  readonly reader: Redis;
   readonly nodeId: string;
   readonly keys: {
     /** hash: subscription id -> record (JSON), cluster-wide. */
@@ -82,7 +85,7 @@ export class RedisSubscriptionRegistry {
   }
 
   async list(): Promise<SubscriptionRecord[]> {
-    const values = await this.options.command.hvals(this.options.keys.subscriptions);
+    const values = await this.options.reader.hvals(this.options.keys.subscriptions);
     return values.map((value) => JSON.parse(value) as SubscriptionRecord);
   }
 
@@ -136,10 +139,6 @@ export class RedisSubscriptionRegistry {
     clearTimeout(this.leaseTimer);
     const { command, keys, nodeId } = this.options;
     if (!this.started || command.status !== 'ready') return;
-    await replyWithin(
-      command.multi().zrem(keys.leases, nodeId).del(keys.nodeSubscriptions).exec(),
-      1000,
-      'lease release',
-    ).catch(() => undefined);
+    await settleWithin(command.multi().zrem(keys.leases, nodeId).del(keys.nodeSubscriptions).exec(), 1000);
   }
 }

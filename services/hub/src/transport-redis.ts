@@ -3,6 +3,8 @@ import { EventEmitter } from 'node:events';
 import { fileURLToPath } from 'node:url';
 import type { Metrics } from '@herald/metrics';
 import {
+  asRedisUnavailable,
+  closeRedis,
   createRedis,
   hashTag,
   instrumentRedis,
@@ -17,6 +19,7 @@ import {
   replyWithin,
   runScript,
   type ScriptSet,
+  scriptNamed,
 } from '@herald/redis';
 import { TransportUnavailableError } from './errors.js';
 import { RedisClock } from './redis-clock.js';
@@ -39,6 +42,28 @@ export const LUA_DIRECTORY = fileURLToPath(new URL('../lua/', import.meta.url));
 
 /** Boot waits this long for a verified pub/sub path, then starts not-ready and keeps probing. */
 const FIRST_VERIFICATION_TIMEOUT = 3000;
+/**
+ * Bound on a read a request waits for (a history page, the registry, a cursor lookup; ms): past
+ * it, or at once while the connection is lost, the request answers 503 instead of waiting for
+ * Redis to come back.
+ */
+export const READ_TIMEOUT = 2000;
+/** Bound on closing a connection at stop (ms). */
+const CLOSE_TIMEOUT = 1000;
+
+/**
+ * A read that failed because Redis could not serve it becomes a TransportUnavailableError (the
+ * request answers 503, retry later); any other failure (a bug, a failed script) is left as is.
+ */
+async function unavailableAsTyped<T>(read: Promise<T>): Promise<T> {
+  try {
+    return await read;
+  } catch (error) {
+    const unavailable = asRedisUnavailable(error);
+    if (unavailable) throw new TransportUnavailableError(unavailable.message, { cause: unavailable });
+    throw error;
+  }
+}
 
 export interface RedisTransportOptions {
   readonly url: string;
@@ -68,7 +93,14 @@ export class RedisTransport implements Transport {
   readonly kind = 'redis' as const;
   readonly events = new EventEmitter<TransportEvents>();
   readonly nodeId = randomUUID();
+  /** Background work that may wait out an outage: registry writes, the fan-out's catch-up reads. */
   private readonly command: Redis;
+  /**
+   * Reads a request waits for (history, the registry, the cursor lookup) go through their own
+   * deadline connection (`commandTimeout`): refused at once while Redis is away and after
+   * READ_TIMEOUT when it stalls, so the request answers 503 instead of hanging.
+   */
+  private readonly reader: Redis;
   /**
    * Publishes (and the probe) go through their own fail-fast connection: while Redis is away a
    * publish fails at once instead of waiting in ioredis's offline queue, and a publish in flight
@@ -94,6 +126,9 @@ export class RedisTransport implements Transport {
     };
     this.scripts = loadScripts(LUA_DIRECTORY);
     this.command = createRedis(parseRedisOptions(options.url, { connectionName: 'herald-hub-command' }));
+    this.reader = createRedis(
+      parseRedisOptions(options.url, { connectionName: 'herald-hub-reader', commandTimeout: READ_TIMEOUT }),
+    );
     this.publisher = createRedis(
       parseRedisOptions(options.url, { connectionName: 'herald-hub-publisher', failFast: true }),
     );
@@ -101,6 +136,7 @@ export class RedisTransport implements Transport {
       parseRedisOptions(options.url, { connectionName: 'herald-hub-subscriber', forSubscriber: true }),
     );
     instrumentRedis(this.command, options.metrics.redisCommandDuration);
+    instrumentRedis(this.reader, options.metrics.redisCommandDuration);
     instrumentRedis(this.publisher, options.metrics.redisCommandDuration);
     // Outages surface through readiness and two log lines (lost, back); without an 'error'
     // listener ioredis would print every retry.
@@ -112,6 +148,7 @@ export class RedisTransport implements Transport {
       redisTarget(options.url),
     );
     this.outages.watch(this.command, 'herald-hub-command');
+    this.outages.watch(this.reader, 'herald-hub-reader');
     this.outages.watch(this.publisher, 'herald-hub-publisher');
     this.outages.watch(this.subscriber, 'herald-hub-subscriber');
     this.clock = new RedisClock(this.publisher);
@@ -140,6 +177,7 @@ export class RedisTransport implements Transport {
     });
     this.registry = new RedisSubscriptionRegistry({
       command: this.command,
+      reader: this.reader,
       nodeId: this.nodeId,
       keys: {
         subscriptions: space.key('subscriptions'),
@@ -157,9 +195,7 @@ export class RedisTransport implements Transport {
   }
 
   private script(name: string): LuaScript {
-    const script = this.scripts.get(name);
-    if (!script) throw new Error(`Lua script ${name} missing from ${LUA_DIRECTORY}`);
-    return script;
+    return scriptNamed(this.scripts, name);
   }
 
   private log(level: 'info' | 'warn' | 'error', message: string, details?: object): void {
@@ -193,36 +229,36 @@ export class RedisTransport implements Transport {
     }
   }
 
-  async findPosition(eventId: string): Promise<Position | undefined> {
-    const position = await runScript<string | null>(
-      this.command,
-      this.script('find'),
-      [this.keys.historyIds, this.keys.history],
-      [eventId],
+  findPosition(eventId: string): Promise<Position | undefined> {
+    return unavailableAsTyped(
+      runScript<string | null>(
+        this.reader,
+        this.script('find'),
+        [this.keys.historyIds, this.keys.history],
+        [eventId],
+      ).then((position) => position ?? undefined),
     );
-    return position ?? undefined;
   }
 
   async readHistory(after: Position | undefined, upTo: Position, limit: number): Promise<StoredUpdate[]> {
-    return (await readEntries(this.command, this.keys.history, after, upTo, limit)).map(decodeEntry);
+    const entries = await unavailableAsTyped(readEntries(this.reader, this.keys.history, after, upTo, limit));
+    return entries.map(decodeEntry);
   }
 
   async lastEventId(): Promise<string | undefined> {
-    const newest = await readNewestEntry(this.command, this.keys.history);
+    const newest = await unavailableAsTyped(readNewestEntry(this.reader, this.keys.history));
     return newest ? decodeEntry(newest).id : undefined;
   }
 
-  async historyLength(): Promise<number> {
-    // Scraped by /metrics: must answer (or fail) quickly even while Redis is down.
-    if (this.command.status !== 'ready') {
-      throw new TransportUnavailableError(`Redis command connection ${this.command.status}`);
-    }
-    return replyWithin(this.command.xlen(this.keys.history), 1000, 'XLEN');
+  /** Scraped by /metrics: answers (or fails) within READ_TIMEOUT even while Redis is down. */
+  historyLength(): Promise<number> {
+    return unavailableAsTyped(this.reader.xlen(this.keys.history));
   }
 
   async readiness(): Promise<string | undefined> {
     if (this.command.status !== 'ready') return `Redis connection ${this.command.status}`;
     if (this.publisher.status !== 'ready') return `Redis connection ${this.publisher.status} (publisher)`;
+    if (this.reader.status !== 'ready') return `Redis connection ${this.reader.status} (reader)`;
     if (!this.fanout.verified) return 'pub/sub path not verified (probe pending or failed)';
     return undefined;
   }
@@ -236,7 +272,7 @@ export class RedisTransport implements Transport {
   }
 
   listSubscriptions(): Promise<SubscriptionRecord[]> {
-    return this.registry.list();
+    return unavailableAsTyped(this.registry.list());
   }
 
   onOrphanedSubscriptions(handler: (records: SubscriptionRecord[]) => void): void {
@@ -247,12 +283,8 @@ export class RedisTransport implements Transport {
     this.fanout.stop();
     await this.registry.stop();
     this.subscriber.disconnect();
-    // QUIT waits in the offline queue while Redis is unreachable: never let it hold up an exit.
-    for (const connection of [this.command, this.publisher]) {
-      if (connection.status === 'ready') {
-        await replyWithin(connection.quit(), 1000, 'QUIT').catch(() => undefined);
-      }
-      connection.disconnect();
-    }
+    await Promise.all(
+      [this.command, this.publisher, this.reader].map((connection) => closeRedis(connection, CLOSE_TIMEOUT)),
+    );
   }
 }

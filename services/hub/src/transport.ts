@@ -54,14 +54,17 @@ export interface Transport {
   readonly lastDispatchedPosition: Position;
   /**
    * Position of the entry with this update id, if still in history. Publishing is idempotent per
-   * id while its entry is in history, so there is at most one.
+   * id while its entry is in history, so there is at most one. This read, `readHistory`,
+   * `lastEventId`, `historyLength` and `listSubscriptions` serve requests: while the backend cannot
+   * serve them (unreachable, no reply in time) they reject with a TransportUnavailableError, which
+   * the request answers 503 (retry later).
    */
   findPosition(eventId: string): Promise<Position | undefined>;
   /** Entries with `after < position <= upTo` (after undefined: from the oldest), at most `limit`. */
   readHistory(after: Position | undefined, upTo: Position, limit: number): Promise<StoredUpdate[]>;
   /** The id of the newest update in history, if any. */
   lastEventId(): Promise<string | undefined>;
-  /** Entries in history; rejects with a TransportUnavailableError while the backend is away. */
+  /** Entries in history (the `mercure_history_size` gauge). */
   historyLength(): Promise<number>;
   /** Undefined when healthy; otherwise why this node must not receive traffic. */
   readiness(): Promise<string | undefined>;
@@ -69,6 +72,7 @@ export interface Transport {
   /** Active subscriptions registry, cluster-wide for Redis. */
   addSubscriptions(records: readonly SubscriptionRecord[]): Promise<void>;
   removeSubscriptions(ids: readonly string[]): Promise<void>;
+  /** Every active subscription (a read: see `findPosition`). */
   listSubscriptions(): Promise<SubscriptionRecord[]>;
   /**
    * Entries left behind by a node that died, claimed by this node exactly once (the caller

@@ -18,8 +18,9 @@ describe('transport errors and events at the hub', () => {
   test('asHubError maps a TransportUnavailableError to the 503 backend error and leaves others alone', () => {
     const mapped = asHubError(new TransportUnavailableError('publish: no reply within 5000 ms'));
     assert.ok(mapped instanceof HubError);
-    assert.equal(mapped.status, 503);
-    assert.equal(mapped.code, 'HUB_ERR_BACKEND_UNAVAILABLE');
+    assert.equal(mapped.statusCode, 503);
+    assert.equal(mapped.code, 'HERALD_HUB_BACKEND_UNAVAILABLE');
+    assert.equal(mapped.expose, true);
     assert.doesNotMatch(mapped.message, /5000|reply/);
     const other = new Error('other');
     assert.equal(asHubError(other), other);
