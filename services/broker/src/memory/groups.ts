@@ -10,11 +10,13 @@ import {
   notify,
   positionAt,
   queueOf,
+  registerBeforeQueue,
   reschedule,
 } from './state.js';
 
 export function groupsOf(store: MemoryStore, name: string): string[] {
-  return [...(store.queues.get(name)?.groups.keys() ?? [])].sort();
+  const groups = store.queues.get(name)?.groups ?? store.groupsBeforeQueue.get(name);
+  return [...(groups?.keys() ?? [])].sort();
 }
 
 /** Moves a group's position in one partition or all (its leases are dropped); returns how many. */
@@ -26,7 +28,10 @@ export function seek(
   target: SeekTarget,
 ): number {
   const queue = queueOf(store, name, false);
-  if (!queue) return 0;
+  if (!queue) {
+    registerBeforeQueue(store, name, group, 0);
+    return 0;
+  }
   if (!queue.groups.has(group)) queue.groups.set(group, 0);
   const now = Date.now();
   const names = only === undefined ? [...queue.partitions.keys()] : queue.partitions.has(only) ? [only] : [];
@@ -46,7 +51,7 @@ export function seek(
 
 export function deleteGroup(store: MemoryStore, name: string, group: string): boolean {
   const queue = store.queues.get(name);
-  if (!queue) return false;
+  if (!queue) return store.groupsBeforeQueue.get(name)?.delete(group) ?? false;
   const existed = queue.groups.delete(group);
   for (const partition of queue.partitions.values()) {
     const consumer = partition.consumers.get(group);

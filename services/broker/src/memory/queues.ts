@@ -29,6 +29,7 @@ export function getQueue(store: MemoryStore, name: string): QueueInfo | undefine
 
 export function deleteQueue(store: MemoryStore, name: string): boolean {
   const queue = store.queues.get(name);
+  store.groupsBeforeQueue.delete(name);
   if (!queue) return false;
   for (const partition of queue.partitions.values()) store.partitionIds.delete(partition.id);
   store.queues.delete(name);

@@ -88,6 +88,12 @@ export interface MemoryStore {
   /** createdAt of the newest message: never goes back, as stream ids in Redis. */
   lastCreatedAt: number;
   statsSnapshot: QueueStats[];
+  /**
+   * Groups that popped or sought a queue before it existed, with where they start, as the
+   * Redis backend's `groups` hash keeps them: the queue takes them when it is created, so a
+   * group with subscriptionMode=new reads what is pushed after its first pop (issue #11).
+   */
+  readonly groupsBeforeQueue: Map<string, Map<string, number>>;
 }
 
 export function createStore(): MemoryStore {
@@ -98,6 +104,7 @@ export function createStore(): MemoryStore {
     sequence: 0,
     lastCreatedAt: 0,
     statsSnapshot: [],
+    groupsBeforeQueue: new Map(),
   };
 }
 
@@ -126,7 +133,7 @@ export function queueOf(store: MemoryStore, name: string, create: boolean): Memo
       createdAt: Date.now(),
       options: { ...DEFAULT_QUEUE_OPTIONS },
       partitions: new Map(),
-      groups: new Map(),
+      groups: store.groupsBeforeQueue.get(name) ?? new Map(),
       ready: new Map(),
       leases: new Map(),
       deadLetters: [],
@@ -137,8 +144,21 @@ export function queueOf(store: MemoryStore, name: string, create: boolean): Memo
       answersSweepAt: 1024,
     };
     store.queues.set(name, queue);
+    store.groupsBeforeQueue.delete(name);
   }
   return queue;
+}
+
+/** Registers a group on a queue not created yet (see groupsBeforeQueue); false if it was. */
+export function registerBeforeQueue(store: MemoryStore, name: string, group: string, start: number): boolean {
+  let groups = store.groupsBeforeQueue.get(name);
+  if (!groups) {
+    groups = new Map();
+    store.groupsBeforeQueue.set(name, groups);
+  }
+  if (groups.has(group)) return false;
+  groups.set(group, start);
+  return true;
 }
 
 export function readyOf(queue: MemoryQueue, group: string): ReadyIndex {
