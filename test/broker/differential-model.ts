@@ -14,7 +14,8 @@ type AckStatus = AckInput['status'];
 type PopResult = Awaited<ReturnType<BrokerStorage['pop']>>;
 type TransactionOperation = Parameters<BrokerStorage['transaction']>[0][number];
 
-export const QUEUES = ['orders', 'billing.invoices'];
+/** 'Zeta' sorts before 'orders' by code unit, after it by locale. */
+export const QUEUES = ['orders', 'Zeta.tasks'];
 export const PARTITIONS = ['Default', 'p1', 'p2'];
 /** Queen's name for queue mode (no consumer group). */
 export const GROUPS = ['__QUEUE_MODE__', 'g1', 'g2'];

@@ -35,13 +35,18 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
  * (a stream id in Redis, a counter in process).
  */
 class Canonical {
-  private readonly names = new Map<string, string>();
+  private readonly names = new Map<string, Map<string, string>>();
 
   private name(kind: string, value: string): string {
-    let name = this.names.get(`${kind}\n${value}`);
+    let names = this.names.get(kind);
+    if (!names) {
+      names = new Map();
+      this.names.set(kind, names);
+    }
+    let name = names.get(value);
     if (name === undefined) {
-      name = `<${kind} ${this.names.size}>`;
-      this.names.set(`${kind}\n${value}`, name);
+      name = `<${kind} ${names.size}>`;
+      names.set(value, name);
     }
     return name;
   }
