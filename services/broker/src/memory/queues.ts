@@ -3,7 +3,7 @@
  * lua/deleteQueue-1.lua.
  */
 import type { QueueInfo, QueueOptions } from '../storage.js';
-import { type MemoryQueue, type MemoryStore, queueInfo, queueOf } from './state.js';
+import { type MemoryQueue, type MemoryStore, queueInfo, queueOf, queuesByName } from './state.js';
 
 export function configure(
   store: MemoryStore,
@@ -19,7 +19,7 @@ export function configure(
 }
 
 export function listQueues(store: MemoryStore): QueueInfo[] {
-  return [...store.queues.values()].sort((a, b) => a.name.localeCompare(b.name)).map(queueInfo);
+  return queuesByName(store).map(queueInfo);
 }
 
 export function getQueue(store: MemoryStore, name: string): QueueInfo | undefined {

@@ -161,6 +161,11 @@ export function registerBeforeQueue(store: MemoryStore, name: string, group: str
   return true;
 }
 
+/** By name in code-unit order (not the locale's), as the Redis backend sorts them. */
+export function queuesByName(store: MemoryStore): MemoryQueue[] {
+  return [...store.queues.values()].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+}
+
 export function readyOf(queue: MemoryQueue, group: string): ReadyIndex {
   let index = queue.ready.get(group);
   if (!index) {
