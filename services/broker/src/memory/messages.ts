@@ -3,7 +3,7 @@
  * (docs/broker.md, "Queen compatibility"), lookup by id and lua/deleteMessage-1.lua.
  */
 import { type MessageView, newestFirstPage, QUEUE_MODE, type QueueMessageState } from '../storage.js';
-import { locate, type MemoryMessage, type MemoryStore, messageView } from './state.js';
+import { locate, type MemoryMessage, type MemoryStore, messageView, positionAt } from './state.js';
 
 function queueMessageState(
   queue: string,
@@ -63,9 +63,11 @@ export function listQueueMessages(
   for (const partition of queue.partitions.values()) {
     const consumer = partition.consumers.get(QUEUE_MODE);
     const lease = consumer?.lease && consumer.lease.expiresAt > now ? consumer.lease : undefined;
+    // A partition the group has not read yet starts where the group's subscription does.
+    const start = queue.groups.get(QUEUE_MODE);
+    const position = consumer?.position ?? (start === undefined ? 0 : positionAt(partition, start));
     for (const message of partition.messages.slice(-(filter.offset + filter.limit))) {
-      const resolved =
-        consumer !== undefined && (message.seq <= consumer.position || consumer.resolved.has(message.seq));
+      const resolved = message.seq <= position || consumer?.resolved.has(message.seq) === true;
       const status = dead.has(`${partition.id}\n${message.transactionId}`)
         ? 'dead_letter'
         : resolved
