@@ -31,6 +31,11 @@ export function deleteQueue(store: MemoryStore, name: string): boolean {
   const queue = store.queues.get(name);
   store.groupsBeforeQueue.delete(name);
   if (!queue) return false;
+  const now = Date.now();
+  for (const [deleted, answers] of store.answersOfDeleted) {
+    if (![...answers.values()].some((entry) => entry.expiresAt > now)) store.answersOfDeleted.delete(deleted);
+  }
+  if (queue.answers.size > 0) store.answersOfDeleted.set(name, queue.answers);
   for (const partition of queue.partitions.values()) store.partitionIds.delete(partition.id);
   store.queues.delete(name);
   // As the Redis backend drops its stats field: a deleted queue leaves the gauges at once.

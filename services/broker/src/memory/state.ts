@@ -94,6 +94,12 @@ export interface MemoryStore {
    * group with subscriptionMode=new reads what is pushed after its first pop (issue #11).
    */
   readonly groupsBeforeQueue: Map<string, Map<string, number>>;
+  /**
+   * Ack answers of deleted queues, kept for a queue created again under the same name while
+   * they last, as Redis keeps `la:<leaseId>` (60 s) past deleteQueue: a resent ack answers the
+   * same on both backends.
+   */
+  readonly answersOfDeleted: Map<string, Map<string, LeaseAnswers>>;
 }
 
 export function createStore(): MemoryStore {
@@ -105,6 +111,7 @@ export function createStore(): MemoryStore {
     lastCreatedAt: 0,
     statsSnapshot: [],
     groupsBeforeQueue: new Map(),
+    answersOfDeleted: new Map(),
   };
 }
 
@@ -140,11 +147,12 @@ export function queueOf(store: MemoryStore, name: string, create: boolean): Memo
       pushed: 0,
       resolvedBy: new Map(),
       leaseExpiries: 0,
-      answers: new Map(),
+      answers: store.answersOfDeleted.get(name) ?? new Map(),
       answersSweepAt: 1024,
     };
     store.queues.set(name, queue);
     store.groupsBeforeQueue.delete(name);
+    store.answersOfDeleted.delete(name);
   }
   return queue;
 }
