@@ -55,10 +55,14 @@ class Canonical {
     if (typeof value === 'string') return UUID.test(value) ? this.name('id', value) : value;
     if (Array.isArray(value)) return value.map((entry) => this.apply(entry));
     if (value !== null && typeof value === 'object') {
+      // Dead-letter ids are per queue (Redis: an id of the queue's dlq stream).
+      const queue = (value as { queue?: unknown }).queue;
       return Object.fromEntries(
         Object.entries(value).map(([key, entry]) => [
           key,
-          key === 'dlqId' && typeof entry === 'string' ? this.name('dlq', entry) : this.apply(entry),
+          key === 'dlqId' && typeof entry === 'string'
+            ? this.name('dlq', `${queue}\n${entry}`)
+            : this.apply(entry),
         ]),
       );
     }
