@@ -1,9 +1,9 @@
 --[[
   Shared functions, inlined by the script loader where a script says `--@include broker`; this
   file holds the key layout, positions, resolution and backlog counters, and includes the rest
-  in order (each may use what comes before it): leases.lua (release, reschedule, failed
-  attempts, expiry), trim.lua (retention schedule), push.lua (push_items), ack.lua (ack_many,
-  the one ack implementation, and check_ack).
+  in order (each may use what comes before it): trim.lua (retention schedule), leases.lua
+  (release, reschedule, failed attempts, expiry: an expiry that dead-letters schedules a trim),
+  push.lua (push_items), ack.lua (ack_many, the one ack implementation, and check_ack).
 
   Key layout under one queue's base `<prefix>{<queue>}:` (every key of a queue shares one
   hash tag, so every script touches one Redis Cluster slot). Partition and group names arrive
@@ -250,7 +250,7 @@ local function queue_depth(base, groups)
   return depth
 end
 
---@include leases
 --@include trim
+--@include leases
 --@include push
 --@include ack
