@@ -1,6 +1,7 @@
 --[[
   Moves a consumer group's position in one queue (all partitions, or one) to the end or to a
-  timestamp; clears its leases, resolved sets and retry counts there (replay or skip).
+  timestamp; clears its leases, resolved sets and retry counts there (replay or skip), and has
+  retention look at the moved partitions.
   KEYS[1]  <base>cfg
   ARGV[1]  base: <prefix>{<queue>}:
   ARGV[2]  group (URI-encoded)
@@ -9,7 +10,8 @@
   Returns the number of partitions moved.
   Resend-safe: naturally; a second run sets the same positions again (for 'end': the end, which
   includes only messages pushed in between) and clears the same state; the group's pending
-  count moves by (backlog after) - (backlog before), 0 the second time.
+  count moves by (backlog after) - (backlog before), 0 the second time; the trim schedule
+  (ZADD LT now) is already due.
 ]]
 --@include broker
 
@@ -37,5 +39,8 @@ for _, p in ipairs(parts) do
   redis.call('HSET', ckey(base, p, g), 'pos', pos)
   redis.call('HINCRBY', base .. 'stats', 'pending:' .. g, count_after(base, p, pos) - before)
   reschedule(base, p, g, now)
+  -- What the move resolved or reopened may be due for retention now (ttl, maxWaitTimeSeconds,
+  -- completedRetentionSeconds): retention looks again, as the in-process backend always does.
+  schedule_trim(base, p, now)
 end
 return #parts
