@@ -20,6 +20,7 @@ import { createRedis, parseRedisOptions, type Redis, type ScriptSet } from '@her
 import { RedisServer, uniquePrefix } from '@herald/testkit';
 import { scriptsWithClock, TestClock } from './differential-clock.js';
 import { generate, type Operation } from './differential-model.js';
+import { REGRESSIONS } from './differential-regressions.js';
 import { CLOCK_START, describe, type PairContext, runPair, shrink } from './differential-run.js';
 
 const SEEDS = 24;
@@ -79,6 +80,11 @@ if (replayText !== undefined && replayText !== '') {
     await check('replay', JSON.parse(text) as Operation[], contextFor(t));
   });
 } else {
+  for (const regression of REGRESSIONS) {
+    test(`regression (${regression.found}): ${regression.name}`, async (t) => {
+      await check('replay', regression.operations, contextFor(t));
+    });
+  }
   for (const seed of seeds) {
     test(`seed ${seed}: ${operationCount} operations give the same answers on both backends`, async (t) => {
       await check(seed, generate(seed, operationCount), contextFor(t));

@@ -1,0 +1,179 @@
+/*
+ * Sequences on which the two broker storages once differed, each replayed by
+ * differential.test.ts on every run. `found`: the seed (or the issue) that showed it.
+ */
+import type { Operation } from './differential-model.js';
+
+export interface Regression {
+  name: string;
+  found: string;
+  operations: Operation[];
+}
+
+const pop = (
+  queue: number,
+  group: number,
+  subscription: 'all' | 'new' = 'all',
+  partition: number | null = null,
+): Operation => ({ op: 'pop', queue, partition, group, batch: 4, maxPartitions: 3, subscription });
+
+export const REGRESSIONS: Regression[] = [
+  {
+    name: 'a group with subscriptionMode=new that pops a queue before it exists reads what is pushed next',
+    found: 'issue #11 (confirmed drift); seeds 1-3 of the first run',
+    operations: [
+      pop(0, 1, 'new'),
+      { op: 'push', items: [{ queue: 0, partition: 0, transaction: 0 }] },
+      { op: 'advance', ms: 1000 },
+      pop(0, 1, 'new'),
+    ],
+  },
+  {
+    name: 'a message dead-lettered by a lease expiry is trimmed by retention',
+    found: 'issue #11 (confirmed drift)',
+    operations: [
+      {
+        op: 'configure',
+        queue: 0,
+        options: { leaseTime: 1, retryLimit: 0, retentionEnabled: true, completedRetentionSeconds: 1 },
+        named: false,
+      },
+      { op: 'push', items: [{ queue: 0, partition: 0, transaction: 0 }] },
+      pop(0, 0),
+      { op: 'advance', ms: 2000 },
+      { op: 'sweepLeases' },
+      { op: 'advance', ms: 2000 },
+      { op: 'retention' },
+    ],
+  },
+  {
+    name: 'queue-mode messages of one millisecond list in the same order',
+    found: 'seed 1',
+    operations: [
+      {
+        op: 'push',
+        items: [
+          { queue: 0, partition: 2, transaction: 1 },
+          { queue: 0, partition: 1, transaction: 4 },
+        ],
+      },
+    ],
+  },
+  {
+    name: 'partitions ready at the same time are popped in the same order',
+    found: 'seed 1',
+    operations: [
+      { op: 'push', items: [{ queue: 0, partition: 2, transaction: 3 }] },
+      { op: 'push', items: [{ queue: 0, partition: 0, transaction: 4 }] },
+      { op: 'pop', queue: 0, partition: null, group: 0, batch: 1, maxPartitions: 1, subscription: 'all' },
+    ],
+  },
+  {
+    name: 'queues and stats are listed by code unit, with the names configure gave',
+    found: 'seeds 1, 5',
+    operations: [
+      { op: 'configure', queue: 1, options: {}, named: true },
+      { op: 'push', items: [{ queue: 0, partition: 0, transaction: 0 }] },
+      { op: 'stats' },
+    ],
+  },
+  {
+    name: 'a push of duplicates only over maxSize answers duplicate',
+    found: 'seed 1',
+    operations: [
+      {
+        op: 'push',
+        items: [
+          { queue: 0, partition: 0, transaction: 0 },
+          { queue: 0, partition: 0, transaction: 1 },
+        ],
+      },
+      { op: 'configure', queue: 0, options: { maxSize: 1 }, named: false },
+      { op: 'push', items: [{ queue: 0, partition: 0, transaction: 0 }] },
+    ],
+  },
+  {
+    name: 'a push over maxSize in one queue stores the items of the other queue',
+    found: 'seed 7',
+    operations: [
+      { op: 'configure', queue: 0, options: { maxSize: 1 }, named: false },
+      { op: 'push', items: [{ queue: 0, partition: 0, transaction: 0 }] },
+      {
+        op: 'push',
+        items: [
+          { queue: 1, partition: 0, transaction: 0 },
+          { queue: 0, partition: 0, transaction: 1 },
+        ],
+      },
+    ],
+  },
+  {
+    name: 'queue-mode status of a partition the group has not read follows its subscription',
+    found: 'seed 2',
+    operations: [
+      { op: 'push', items: [{ queue: 0, partition: 1, transaction: 2 }] },
+      { op: 'advance', ms: 1300 },
+      {
+        op: 'pop',
+        queue: 0,
+        partition: 0,
+        group: 0,
+        batch: 3,
+        maxPartitions: 1,
+        subscription: { secondsAgo: 1 },
+      },
+    ],
+  },
+  {
+    name: 'a refused ack leaves no state for a group that subscribes later',
+    found: 'seed 2',
+    operations: [
+      { op: 'push', items: [{ queue: 0, partition: 0, transaction: 5 }] },
+      pop(0, 0),
+      { op: 'ack', acks: [{ popped: 0, status: 'dlq', lease: 'own', group: 1 }] },
+      { op: 'advance', ms: 2000 },
+      pop(0, 1, 'new'),
+    ],
+  },
+  {
+    name: 'a transaction refuses a clear payload for an encrypted queue before a later failing ack',
+    found: 'seed 5',
+    operations: [
+      { op: 'push', items: [{ queue: 0, partition: 0, transaction: 1 }] },
+      pop(0, 2),
+      { op: 'configure', queue: 0, options: { encryptionEnabled: true }, named: false },
+      {
+        op: 'transaction',
+        parts: [
+          { push: { queue: 0, partition: 2, transaction: 5 } },
+          { ack: { popped: 0, status: 'completed', lease: 'unknown', group: 'own' } },
+        ],
+      },
+    ],
+  },
+  {
+    name: 'an ack resent after its queue was deleted and created again answers the same',
+    found: 'seeds 5, 9, 11',
+    operations: [
+      { op: 'push', items: [{ queue: 0, partition: 1, transaction: 0 }] },
+      pop(0, 0),
+      { op: 'ack', acks: [{ popped: 0, status: 'completed', lease: 'own', group: 'own' }] },
+      { op: 'deleteQueue', queue: 0 },
+      { op: 'push', items: [{ queue: 0, partition: 1, transaction: 1 }] },
+      { op: 'ack', acks: [{ popped: 0, status: 'dlq', lease: 'own', group: 'own' }] },
+    ],
+  },
+  {
+    name: 'a seek back makes waiting messages due for maxWaitTimeSeconds at once',
+    found: 'seed 8',
+    operations: [
+      { op: 'configure', queue: 0, options: { maxWaitTimeSeconds: 5 }, named: false },
+      { op: 'push', items: [{ queue: 0, partition: 1, transaction: 0 }] },
+      { op: 'advance', ms: 5000 },
+      pop(0, 1, 'new', 1),
+      { op: 'retention' },
+      { op: 'seek', queue: 0, group: 1, partition: 1, target: { secondsAgo: 12 } },
+      { op: 'retention' },
+    ],
+  },
+];
