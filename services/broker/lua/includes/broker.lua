@@ -193,12 +193,17 @@ local function create_group(base, g, start)
   -- The first group of a queue: every group is counted from its creation on (see ensure_backlog).
   if redis.call('HLEN', base .. 'groups') == 0 then redis.call('HSETNX', base .. 'stats', 'backlog', '1') end
   if redis.call('HSETNX', base .. 'groups', g, start) == 0 then return false end
-  local n
-  if start == '0-0' then
-    n = tonumber(redis.call('HGET', base .. 'stats', 'size') or '0')
-  else
-    n = 0
-    for _, p in ipairs(redis.call('HKEYS', base .. 'parts')) do n = n + count_after(base, p, start) end
+  -- A partition where acks without a lease already resolved messages for g (an ack needs no
+  -- registered group) is counted from that state, not from the start (issue #11, differential test).
+  local n = 0
+  for _, p in ipairs(redis.call('HKEYS', base .. 'parts')) do
+    if redis.call('EXISTS', ckey(base, p, g), base .. 'a:' .. p .. ':' .. g) > 0 then
+      n = n + unresolved_in(base, p, g)
+    elseif start == '0-0' then
+      n = n + redis.call('XLEN', base .. 's:' .. p)
+    else
+      n = n + count_after(base, p, start)
+    end
   end
   redis.call('HSET', base .. 'stats', 'pending:' .. g, n)
   return true
