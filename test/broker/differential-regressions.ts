@@ -176,4 +176,23 @@ export const REGRESSIONS: Regression[] = [
       { op: 'retention' },
     ],
   },
+  {
+    name: 'a group created after acks it made without a lease counts its backlog from them',
+    found: 'seed 4',
+    operations: [
+      {
+        op: 'push',
+        items: [
+          { queue: 0, partition: 2, transaction: 1 },
+          { queue: 0, partition: 1, transaction: 0 },
+          { queue: 0, partition: 2, transaction: 5 },
+        ],
+      },
+      pop(0, 1),
+      { op: 'deleteGroup', queue: 0, group: 1 },
+      { op: 'ack', acks: [{ popped: 0, status: 'completed', lease: 'none', group: 'own' }] },
+      pop(0, 1),
+      { op: 'stats' },
+    ],
+  },
 ];
