@@ -14,6 +14,7 @@ import {
   type MemoryQueue,
   type MemoryStore,
   notify,
+  queuesByName,
   readyOf,
   reschedule,
 } from './state.js';
@@ -97,7 +98,7 @@ export function extendLease(store: MemoryStore, leaseId: string, seconds: number
 export function sweepLeases(store: MemoryStore): LeaseSweep {
   const now = Date.now();
   const expired: { queue: string; count: number }[] = [];
-  for (const queue of store.queues.values()) {
+  for (const queue of queuesByName(store)) {
     let count = 0;
     for (const holders of [...queue.leases.values()]) {
       for (const { partition: name, group } of [...holders]) {
