@@ -54,10 +54,12 @@ export function listQueueMessages(
   const queue = store.queues.get(filter.queue);
   if (!queue) return [];
   const now = Date.now();
+  // By message id, as Redis matches stream ids: a message pushed again under a dead-lettered
+  // one's transaction id (after deleteMessage) is not dead.
   const dead = new Set(
     queue.deadLetters
       .filter((letter) => letter.consumerGroup === QUEUE_MODE)
-      .map((letter) => `${letter.partitionId}\n${letter.transactionId}`),
+      .map((letter) => `${letter.partitionId}\n${letter.id}`),
   );
   const rows: { at: number; id: string; row: QueueMessageState }[] = [];
   for (const partition of queue.partitions.values()) {
@@ -68,7 +70,7 @@ export function listQueueMessages(
     const position = consumer?.position ?? (start === undefined ? 0 : positionAt(partition, start));
     for (const message of partition.messages.slice(-(filter.offset + filter.limit))) {
       const resolved = message.seq <= position || consumer?.resolved.has(message.seq) === true;
-      const status = dead.has(`${partition.id}\n${message.transactionId}`)
+      const status = dead.has(`${partition.id}\n${message.id}`)
         ? 'dead_letter'
         : resolved
           ? 'completed'
