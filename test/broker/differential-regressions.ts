@@ -195,4 +195,52 @@ export const REGRESSIONS: Regression[] = [
       { op: 'stats' },
     ],
   },
+  {
+    name: 'leases expiring in one sweep dead-letter in the same order',
+    found: 'seed 23',
+    operations: [
+      {
+        op: 'push',
+        items: [
+          { queue: 0, partition: 1, transaction: 2 },
+          { queue: 0, partition: 0, transaction: 0 },
+        ],
+      },
+      { op: 'configure', queue: 0, options: { leaseTime: 1, retryLimit: 0 }, named: false },
+      pop(0, 1),
+      pop(0, 0, 'all', 1),
+      { op: 'advance', ms: 2000 },
+      { op: 'sweepLeases' },
+    ],
+  },
+  {
+    name: 'a message pushed again under a dead-lettered transaction id is not dead',
+    found: 'seed 23',
+    operations: [
+      { op: 'push', items: [{ queue: 0, partition: 0, transaction: 0 }] },
+      pop(0, 0),
+      { op: 'ack', acks: [{ popped: 0, status: 'dlq', lease: 'own', group: 'own' }] },
+      { op: 'deleteMessage', pushed: 0 },
+      { op: 'push', items: [{ queue: 0, partition: 0, transaction: 0 }] },
+    ],
+  },
+  {
+    name: 'a transaction answers its first failing operation, an unknown partition included',
+    found: 'seed 22',
+    operations: [
+      { op: 'push', items: [{ queue: 0, partition: 0, transaction: 2 }] },
+      { op: 'push', items: [{ queue: 1, partition: 1, transaction: 4 }] },
+      pop(0, 0),
+      pop(1, 0),
+      { op: 'ack', acks: [{ popped: 0, status: 'completed', lease: 'own', group: 'own' }] },
+      { op: 'deleteQueue', queue: 1 },
+      {
+        op: 'transaction',
+        parts: [
+          { ack: { popped: 0, status: 'failed', lease: 'none', group: 'own' } },
+          { ack: { popped: 1, status: 'retry', lease: 'own', group: 'own' } },
+        ],
+      },
+    ],
+  },
 ];
