@@ -243,4 +243,24 @@ export const REGRESSIONS: Regression[] = [
       },
     ],
   },
+  {
+    name: "a new group's unconsumed messages are due for maxWaitTimeSeconds at once",
+    found: 'seed 8',
+    operations: [
+      { op: 'configure', queue: 0, options: { maxWaitTimeSeconds: 5 }, named: false },
+      {
+        op: 'push',
+        items: [
+          { queue: 0, partition: 1, transaction: 3 },
+          { queue: 0, partition: 2, transaction: 3 },
+        ],
+      },
+      { op: 'advance', ms: 1000 },
+      pop(0, 2, 'new'),
+      { op: 'advance', ms: 5000 },
+      { op: 'retention' },
+      pop(0, 0, 'all', 1),
+      { op: 'retention' },
+    ],
+  },
 ];
