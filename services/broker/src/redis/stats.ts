@@ -36,8 +36,11 @@ export async function refreshStats(backend: RedisBackend): Promise<QueueStats[]>
           number,
         ]
       >('stats', [`${base}cfg`], [base, STATS_SAMPLE, STATS_LEASES_READ]),
-      backend.redis.hmget(`${base}cfg`, 'namespace', 'task'),
+      backend.redis.hmget(`${base}cfg`, 'namespace', 'task', 'createdAt'),
     ]);
+    // Registered by a push or transaction that was refused before the queue was created:
+    // no queue (getQueue answers none either), no stats.
+    if (configured[2] === null) continue;
     // The names configure gave, as getQueue answers them (the queue name's parts otherwise).
     const fromName = namespaceAndTask(queue);
     const names = { namespace: configured[0] || fromName.namespace, task: configured[1] || fromName.task };
