@@ -263,4 +263,28 @@ export const REGRESSIONS: Regression[] = [
       { op: 'retention' },
     ],
   },
+  {
+    name: 'a transaction refused as full creates no queue, and leases of a deleted queue are not found',
+    found: 'seed 8',
+    operations: [
+      { op: 'push', items: [{ queue: 1, partition: 0, transaction: 2 }] },
+      { op: 'push', items: [{ queue: 0, partition: 0, transaction: 1 }] },
+      { op: 'configure', queue: 0, options: { maxSize: 1 }, named: false },
+      pop(1, 1),
+      { op: 'ack', acks: [{ popped: 0, status: 'completed', lease: 'own', group: 'own' }] },
+      { op: 'deleteQueue', queue: 1 },
+      {
+        op: 'transaction',
+        parts: [
+          { push: { queue: 0, partition: 1, transaction: 4 } },
+          { push: { queue: 1, partition: 0, transaction: 0 } },
+        ],
+      },
+      { op: 'stats' },
+      {
+        op: 'transaction',
+        parts: [{ ack: { popped: 0, status: 'failed', lease: 'own', group: 'own' } }],
+      },
+    ],
+  },
 ];
