@@ -287,4 +287,27 @@ export const REGRESSIONS: Regression[] = [
       },
     ],
   },
+  {
+    name: 'an ack of a partition only registered by a refused transaction names no queue',
+    found: 'seed 13',
+    operations: [
+      {
+        op: 'push',
+        items: [
+          { queue: 0, partition: 0, transaction: 3 },
+          { queue: 0, partition: 2, transaction: 1 },
+        ],
+      },
+      { op: 'pop', queue: 0, partition: 2, group: 2, batch: 3, maxPartitions: 1, subscription: 'all' },
+      { op: 'deleteQueue', queue: 0 },
+      {
+        op: 'transaction',
+        parts: [
+          { push: { queue: 0, partition: 2, transaction: 2 } },
+          { ack: { popped: 0, status: 'completed', lease: 'own', group: 'own' } },
+        ],
+      },
+      { op: 'ack', acks: [{ popped: 0, status: 'success', lease: 'unknown', group: 'own' }] },
+    ],
+  },
 ];
