@@ -310,4 +310,15 @@ export const REGRESSIONS: Regression[] = [
       { op: 'ack', acks: [{ popped: 0, status: 'success', lease: 'unknown', group: 'own' }] },
     ],
   },
+  {
+    name: 'a batch ack under a lease of a deleted queue is not found, as in a transaction',
+    found: 'seed 13',
+    operations: [
+      { op: 'push', items: [{ queue: 0, partition: 1, transaction: 1 }] },
+      pop(0, 2),
+      { op: 'ack', acks: [{ popped: 0, status: 'retry', lease: 'own', group: 'own' }] },
+      { op: 'deleteQueue', queue: 0 },
+      { op: 'ack', acks: [{ popped: 0, status: 'completed', lease: 'own', group: 'own' }] },
+    ],
+  },
 ];
