@@ -318,6 +318,14 @@ export const REGRESSIONS: Regression[] = [
       pop(0, 2),
       { op: 'ack', acks: [{ popped: 0, status: 'retry', lease: 'own', group: 'own' }] },
       { op: 'deleteQueue', queue: 0 },
+      // Refused (its ack is not found): it registered the partition ids all the same.
+      {
+        op: 'transaction',
+        parts: [
+          { push: { queue: 0, partition: 1, transaction: 2 } },
+          { ack: { popped: 0, status: 'completed', lease: 'own', group: 'own' } },
+        ],
+      },
       { op: 'ack', acks: [{ popped: 0, status: 'completed', lease: 'own', group: 'own' }] },
     ],
   },
