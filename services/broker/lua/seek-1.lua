@@ -17,7 +17,13 @@
 
 local base, g, only, target = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local now = now_ms()
-create_group(base, g, '0-0')
+if create_group(base, g, '0-0') then
+  -- A new group, as at its first pop: every existing partition may hold work for it (a seek of
+  -- one partition, or of none that exists, left the others out of its ready set for good).
+  for _, p in ipairs(redis.call('HKEYS', base .. 'parts')) do
+    redis.call('ZADD', base .. 'ready:' .. g, 'NX', now, p)
+  end
+end
 local parts
 if only ~= '' then
   if redis.call('HEXISTS', base .. 'parts', only) == 0 then return 0 end
