@@ -10,6 +10,7 @@ import {
   notify,
   positionAt,
   queueOf,
+  readyOf,
   registerBeforeQueue,
   reschedule,
 } from './state.js';
@@ -32,8 +33,13 @@ export function seek(
     registerBeforeQueue(store, name, group, 0);
     return 0;
   }
-  if (!queue.groups.has(group)) queue.groups.set(group, 0);
   const now = Date.now();
+  if (!queue.groups.has(group)) {
+    // A new group, as at its first pop: every partition may hold work for it.
+    queue.groups.set(group, 0);
+    const ready = readyOf(queue, group);
+    for (const partitionName of queue.partitions.keys()) ready.set(partitionName, now, true);
+  }
   const names = only === undefined ? [...queue.partitions.keys()] : queue.partitions.has(only) ? [only] : [];
   for (const partitionName of names) {
     const partition = queue.partitions.get(partitionName) as MemoryPartition;
