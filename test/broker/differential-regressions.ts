@@ -329,4 +329,15 @@ export const REGRESSIONS: Regression[] = [
       { op: 'ack', acks: [{ popped: 0, status: 'completed', lease: 'own', group: 'own' }] },
     ],
   },
+  {
+    name: 'a group created by a seek of a missing partition sees the other partitions',
+    found: 'seed 22',
+    operations: [
+      { op: 'push', items: [{ queue: 0, partition: 1, transaction: 2 }] },
+      { op: 'advance', ms: 1000 },
+      { op: 'seek', queue: 0, group: 2, partition: 2, target: { secondsAgo: 6 } },
+      { op: 'stats' },
+      pop(0, 2),
+    ],
+  },
 ];
