@@ -340,4 +340,26 @@ export const REGRESSIONS: Regression[] = [
       pop(0, 2),
     ],
   },
+  {
+    name: 'a group deleted, dead-lettering by an ack without a lease, then created again after a requeue counts the requeued message',
+    found: 'seed 22',
+    operations: [
+      { op: 'configure', queue: 0, options: { retryLimit: 0, deadLetterQueue: true }, named: false },
+      {
+        op: 'push',
+        items: [
+          { queue: 0, partition: 0, transaction: 0 },
+          { queue: 0, partition: 0, transaction: 1 },
+        ],
+      },
+      pop(0, 1),
+      { op: 'deleteGroup', queue: 0, group: 1 },
+      // The group is gone; an ack naming it still applies (an ack needs no registered group),
+      // and dead-letters the second message, ahead of the group's position.
+      { op: 'ack', acks: [{ popped: 1, status: 'failed', lease: 'none', group: 'own' }] },
+      { op: 'requeue', queue: 0, picks: [0] },
+      pop(0, 1),
+      { op: 'stats' },
+    ],
+  },
 ];
