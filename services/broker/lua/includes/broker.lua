@@ -197,7 +197,13 @@ local function create_group(base, g, start)
   -- registered group) is counted from that state, not from the start (issue #11, differential test).
   local n = 0
   for _, p in ipairs(redis.call('HKEYS', base .. 'parts')) do
-    if redis.call('EXISTS', ckey(base, p, g), base .. 'a:' .. p .. ':' .. g) > 0 then
+    local aset = base .. 'a:' .. p .. ':' .. g
+    if redis.call('EXISTS', ckey(base, p, g), aset) > 0 then
+      -- forget_entry visits registered groups only: an entry deleted or requeued while g was not
+      -- one is still in its resolved set, and would be subtracted from what g has not resolved.
+      for _, id in ipairs(redis.call('SMEMBERS', aset)) do
+        if #redis.call('XRANGE', base .. 's:' .. p, id, id) == 0 then redis.call('SREM', aset, id) end
+      end
       n = n + unresolved_in(base, p, g)
     elseif start == '0-0' then
       n = n + redis.call('XLEN', base .. 's:' .. p)
