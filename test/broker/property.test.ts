@@ -1,5 +1,6 @@
 /*
- * Property: K consumers on 2 nodes, P partitions, G groups, random complete/fail/time-out.
+ * Property: K consumers on 2 nodes (Redis) or 1 (in-process), P partitions, G groups, random
+ * complete/fail/time-out, on each backend.
  * Every message reaches every group, completions are in push order per partition, each is
  * completed exactly once, and a redelivery only follows a failure or a lease expiry, with
  * retryCount equal to the attempts that came before. Seeded, bounded.
@@ -17,6 +18,7 @@ const PER_PARTITION = 25;
 const GROUPS = ['alpha', 'beta'];
 const CONSUMERS_PER_GROUP = 3;
 const QUEUE = `prop.${SEED}.${Date.now().toString(36)}`;
+type Backend = 'redis' | 'memory';
 
 function mulberry32(seed: number): () => number {
   let state = seed >>> 0;
@@ -29,31 +31,41 @@ function mulberry32(seed: number): () => number {
   };
 }
 
-let nodes: Broker[] = [];
+/** Two nodes on one Redis; the in-process backend is one node (its state lives in the process). */
+const nodes: Record<Backend, Broker[]> = { redis: [], memory: [] };
 before(async () => {
   const environment = {
     PORT: '0',
     HOST: '127.0.0.1',
     LOG_LEVEL: 'silent',
-    REDIS_URL: await testRedisUrl(),
-    BROKER_KEY_PREFIX: uniquePrefix('prop'),
     BROKER_LEASE_SWEEP_INTERVAL: '200',
     SHUTDOWN_TIMEOUT: '2000',
   };
-  nodes = await Promise.all(
-    [0, 1].map(() => startBroker(parseEnv(brokerSpec, environment), { fastify: { logger: false } })),
-  );
+  const start = (extra: Record<string, string>) =>
+    startBroker(parseEnv(brokerSpec, { ...environment, ...extra }), { fastify: { logger: false } });
+  const redis = { REDIS_URL: await testRedisUrl(), BROKER_KEY_PREFIX: uniquePrefix('prop') };
+  nodes.redis = await Promise.all([start(redis), start(redis)]);
+  nodes.memory = [await start({})];
 });
 after(async () => {
-  await Promise.all(nodes.map((node) => node.close()));
+  await Promise.all([...nodes.redis, ...nodes.memory].map((node) => node.close()));
   await stopTestRedis();
 });
 
 type Outcome = 'completed' | 'failed' | 'timeout';
 
-test(`every message reaches every group once, in order (seed ${SEED})`, { timeout: 60_000 }, async () => {
+for (const backend of ['redis', 'memory'] as const) {
+  test(
+    `${backend}: every message reaches every group once, in order (seed ${SEED})`,
+    { timeout: 60_000 },
+    () => property(backend),
+  );
+}
+
+async function property(backend: Backend): Promise<void> {
   const random = mulberry32(SEED);
-  const [a, b] = nodes as [Broker, Broker];
+  const a = nodes[backend][0] as Broker;
+  const b = nodes[backend][1] ?? a;
   await call(a.url, 'POST', '/api/v1/configure', {
     queue: QUEUE,
     options: { leaseTime: 1, retryLimit: 1000 },
@@ -188,4 +200,4 @@ test(`every message reaches every group once, in order (seed ${SEED})`, { timeou
     });
   }
   assert.ok(redeliveries > 0, 'the run exercised redeliveries');
-});
+}

@@ -74,9 +74,13 @@ if #held > 0 then
 end
 
 if create_group(base, g, ARGV[7]) then
-  -- A new group: every existing partition may hold work for it (once per group, not per pop).
+  -- A new group: every existing partition may hold work for it (once per group, not per pop),
+  -- and messages it has not consumed may be due for maxWaitTimeSeconds: retention looks again.
   local parts = redis.call('HKEYS', base .. 'parts')
-  for _, p in ipairs(parts) do redis.call('ZADD', ready, 'NX', now, p) end
+  for _, p in ipairs(parts) do
+    redis.call('ZADD', ready, 'NX', now, p)
+    schedule_trim(base, p, now)
+  end
 end
 
 local candidates

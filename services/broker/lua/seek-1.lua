@@ -1,6 +1,7 @@
 --[[
   Moves a consumer group's position in one queue (all partitions, or one) to the end or to a
-  timestamp; clears its leases, resolved sets and retry counts there (replay or skip).
+  timestamp; clears its leases, resolved sets and retry counts there (replay or skip), and has
+  retention look at the moved partitions.
   KEYS[1]  <base>cfg
   ARGV[1]  base: <prefix>{<queue>}:
   ARGV[2]  group (URI-encoded)
@@ -9,13 +10,20 @@
   Returns the number of partitions moved.
   Resend-safe: naturally; a second run sets the same positions again (for 'end': the end, which
   includes only messages pushed in between) and clears the same state; the group's pending
-  count moves by (backlog after) - (backlog before), 0 the second time.
+  count moves by (backlog after) - (backlog before), 0 the second time; the trim schedule
+  (ZADD LT now) is already due.
 ]]
 --@include broker
 
 local base, g, only, target = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local now = now_ms()
-create_group(base, g, '0-0')
+if create_group(base, g, '0-0') then
+  -- A new group, as at its first pop: every existing partition may hold work for it (a seek of
+  -- one partition, or of none that exists, left the others out of its ready set for good).
+  for _, p in ipairs(redis.call('HKEYS', base .. 'parts')) do
+    redis.call('ZADD', base .. 'ready:' .. g, 'NX', now, p)
+  end
+end
 local parts
 if only ~= '' then
   if redis.call('HEXISTS', base .. 'parts', only) == 0 then return 0 end
@@ -37,5 +45,8 @@ for _, p in ipairs(parts) do
   redis.call('HSET', ckey(base, p, g), 'pos', pos)
   redis.call('HINCRBY', base .. 'stats', 'pending:' .. g, count_after(base, p, pos) - before)
   reschedule(base, p, g, now)
+  -- What the move resolved or reopened may be due for retention now (ttl, maxWaitTimeSeconds,
+  -- completedRetentionSeconds): retention looks again, as the in-process backend always does.
+  schedule_trim(base, p, now)
 end
 return #parts

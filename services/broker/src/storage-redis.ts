@@ -73,6 +73,8 @@ export interface RedisStorageOptions {
   readonly commandDuration?: Histogram<'command'>;
   /** Where the node's Redis outages are logged (one line lost, one back: `OutageLog`). */
   readonly log: OutageLogger;
+  /** The Lua scripts (default: lua/). The differential test passes a set whose clock it controls. */
+  readonly scripts?: ScriptSet;
 }
 
 /**
@@ -109,7 +111,7 @@ export class RedisStorage implements BrokerStorage {
     const outages = new OutageLog(options.log, redisTarget(options.url));
     outages.watch(this.redis, 'herald-broker');
     outages.watch(this.subscriber, 'herald-broker-notify');
-    this.scripts = loadBrokerScripts();
+    this.scripts = options.scripts ?? loadBrokerScripts();
     this.traces = new RedisTraces(this.redis, (...parts) => this.key(...parts));
     this.registry = new RedisRegistry(this.redis, (...parts) => this.key(...parts));
     this.notifier = new Notifier(this.redis, this.key('notify'));

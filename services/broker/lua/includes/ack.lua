@@ -79,6 +79,9 @@ local function check_ack(base, p, g, txn, lease, status, now)
   local memo = ack_memo(base, lease, p, txn)
   local d = redis.call('HGET', base .. 'd:' .. p, txn)
   local id, resolved, st = txn, false, {}
+  -- Retention may have removed the message since the answer was recorded; a partition that
+  -- is gone (its queue deleted) has no messages to answer for, as in process.
+  if not d and memo and redis.call('HEXISTS', base .. 'parts', p) == 0 then memo = false end
   if d then
     id = string.match(d, '^(%S+)')
     local pos = position(base, p, g)
@@ -204,6 +207,9 @@ local function ack_many(base, acks, cfg, now)
         answers[field] = memo
       end
     end
+    -- Retention may have removed the message since the answer was recorded; a partition that
+    -- is gone (its queue deleted) has no messages to answer for (as check_ack).
+    if not d and memo and redis.call('HEXISTS', base .. 'parts', a.p) == 0 then memo = false end
     local st, id, resolved = nil, nil, false
     if d then
       id = string.sub(d, 1, string.find(d, ' ', 1, true) - 1)

@@ -1,9 +1,9 @@
 --[[
   Shared functions, inlined by the script loader where a script says `--@include broker`; this
   file holds the key layout, positions, resolution and backlog counters, and includes the rest
-  in order (each may use what comes before it): leases.lua (release, reschedule, failed
-  attempts, expiry), trim.lua (retention schedule), push.lua (push_items), ack.lua (ack_many,
-  the one ack implementation, and check_ack).
+  in order (each may use what comes before it): trim.lua (retention schedule), leases.lua
+  (release, reschedule, failed attempts, expiry: an expiry that dead-letters schedules a trim),
+  push.lua (push_items), ack.lua (ack_many, the one ack implementation, and check_ack).
 
   Key layout under one queue's base `<prefix>{<queue>}:` (every key of a queue shares one
   hash tag, so every script touches one Redis Cluster slot). Partition and group names arrive
@@ -193,12 +193,23 @@ local function create_group(base, g, start)
   -- The first group of a queue: every group is counted from its creation on (see ensure_backlog).
   if redis.call('HLEN', base .. 'groups') == 0 then redis.call('HSETNX', base .. 'stats', 'backlog', '1') end
   if redis.call('HSETNX', base .. 'groups', g, start) == 0 then return false end
-  local n
-  if start == '0-0' then
-    n = tonumber(redis.call('HGET', base .. 'stats', 'size') or '0')
-  else
-    n = 0
-    for _, p in ipairs(redis.call('HKEYS', base .. 'parts')) do n = n + count_after(base, p, start) end
+  -- A partition where acks without a lease already resolved messages for g (an ack needs no
+  -- registered group) is counted from that state, not from the start (issue #11, differential test).
+  local n = 0
+  for _, p in ipairs(redis.call('HKEYS', base .. 'parts')) do
+    local aset = base .. 'a:' .. p .. ':' .. g
+    if redis.call('EXISTS', ckey(base, p, g), aset) > 0 then
+      -- forget_entry visits registered groups only: an entry deleted or requeued while g was not
+      -- one is still in its resolved set, and would be subtracted from what g has not resolved.
+      for _, id in ipairs(redis.call('SMEMBERS', aset)) do
+        if #redis.call('XRANGE', base .. 's:' .. p, id, id) == 0 then redis.call('SREM', aset, id) end
+      end
+      n = n + unresolved_in(base, p, g)
+    elseif start == '0-0' then
+      n = n + redis.call('XLEN', base .. 's:' .. p)
+    else
+      n = n + count_after(base, p, start)
+    end
   end
   redis.call('HSET', base .. 'stats', 'pending:' .. g, n)
   return true
@@ -250,7 +261,7 @@ local function queue_depth(base, groups)
   return depth
 end
 
---@include leases
 --@include trim
+--@include leases
 --@include push
 --@include ack

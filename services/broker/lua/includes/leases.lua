@@ -1,6 +1,7 @@
 --[[
   Leases: release, rescheduling after a lease ends, failed attempts (dead-lettered past
-  retryLimit) and expiry (a lease expiry is an attempt).
+  retryLimit) and expiry (a lease expiry is an attempt; one that dead-letters schedules a trim,
+  trim.lua).
   Part of lua/includes/broker.lua (included from there, after what it uses).
 ]]
 
@@ -65,11 +66,12 @@ local function expire_lease(base, p, g, cfg, now)
   local pos = position(base, p, g)
   local aset = base .. 'a:' .. p .. ':' .. g
   local rset = base .. 'r:' .. p .. ':' .. g
+  local dead_lettered = false
   if st[2] then
     local entries = redis.call('XRANGE', base .. 's:' .. p, '(' .. pos, st[2])
     for _, e in ipairs(entries) do
       if redis.call('SISMEMBER', aset, e[1]) == 0 and redis.call('SISMEMBER', rset, e[1]) == 0 then
-        fail_attempt(base, p, g, e[1], 'Lease expired', cfg, now)
+        if fail_attempt(base, p, g, e[1], 'Lease expired', cfg, now) then dead_lettered = true end
       end
     end
   end
@@ -77,5 +79,11 @@ local function expire_lease(base, p, g, cfg, now)
   release_lease(base, p, g, st[1])
   advance(base, p, g)
   reschedule(base, p, g, now)
+  -- A message resolved by the expiry (dead-lettered or dropped) is trimmed as an acked one is:
+  -- without this it counted toward maxSize for good (issue #11).
+  if dead_lettered then
+    local trim_at = completed_trim_at(cfg, now)
+    if trim_at then schedule_trim(base, p, trim_at) end
+  end
   return 1
 end

@@ -60,7 +60,9 @@ local function push_items(base, items, cfg, now, namespace, task)
     end
   end
   local groups = redis.call('HKEYS', base .. 'groups')
-  if cfg.maxSize > 0 then
+  -- Only new messages can overflow: a push of duplicates alone (a client's retry) is answered
+  -- as such even over maxSize, as in process and in transactions (issue #11, differential test).
+  if cfg.maxSize > 0 and fresh > 0 then
     local depth = queue_depth(base, groups)
     if depth + fresh > cfg.maxSize then return nil, depth end
   end

@@ -14,6 +14,7 @@ import {
   type MemoryQueue,
   type MemoryStore,
   notify,
+  positionAt,
   reschedule,
   resolve,
 } from './state.js';
@@ -87,10 +88,14 @@ export function checkAck(
   }
   const message = located.partition.dedup.get(ack.transactionId);
   if (!message) return 'Message not found';
-  const consumer = consumerOf(located.queue, located.partition, ack.group);
-  const resolved = message.seq <= consumer.position || consumer.resolved.has(message.seq);
+  // Read without creating the group's state here: a refused ack leaves no trace (as on Redis),
+  // and a group that subscribes later starts where its subscription says.
+  const { queue, partition } = located;
+  const consumer = partition.consumers.get(ack.group);
+  const position = consumer?.position ?? positionAt(partition, queue.groups.get(ack.group) ?? 0);
+  const resolved = message.seq <= position || consumer?.resolved.has(message.seq) === true;
   if (ack.leaseId) {
-    const lease = consumer.lease;
+    const lease = consumer?.lease;
     if (!lease || lease.id !== ack.leaseId || lease.expiresAt <= now) return 'Invalid or expired lease';
   } else if (resolved && ackClass(ack.status) === 'done') {
     return { ...located, repeat: { dlq: false } };

@@ -10,11 +10,14 @@ import {
   notify,
   positionAt,
   queueOf,
+  readyOf,
+  registerBeforeQueue,
   reschedule,
 } from './state.js';
 
 export function groupsOf(store: MemoryStore, name: string): string[] {
-  return [...(store.queues.get(name)?.groups.keys() ?? [])].sort();
+  const groups = store.queues.get(name)?.groups ?? store.groupsBeforeQueue.get(name);
+  return [...(groups?.keys() ?? [])].sort();
 }
 
 /** Moves a group's position in one partition or all (its leases are dropped); returns how many. */
@@ -26,9 +29,17 @@ export function seek(
   target: SeekTarget,
 ): number {
   const queue = queueOf(store, name, false);
-  if (!queue) return 0;
-  if (!queue.groups.has(group)) queue.groups.set(group, 0);
+  if (!queue) {
+    registerBeforeQueue(store, name, group, 0);
+    return 0;
+  }
   const now = Date.now();
+  if (!queue.groups.has(group)) {
+    // A new group, as at its first pop: every partition may hold work for it.
+    queue.groups.set(group, 0);
+    const ready = readyOf(queue, group);
+    for (const partitionName of queue.partitions.keys()) ready.set(partitionName, now, true);
+  }
   const names = only === undefined ? [...queue.partitions.keys()] : queue.partitions.has(only) ? [only] : [];
   for (const partitionName of names) {
     const partition = queue.partitions.get(partitionName) as MemoryPartition;
@@ -46,7 +57,7 @@ export function seek(
 
 export function deleteGroup(store: MemoryStore, name: string, group: string): boolean {
   const queue = store.queues.get(name);
-  if (!queue) return false;
+  if (!queue) return store.groupsBeforeQueue.get(name)?.delete(group) ?? false;
   const existed = queue.groups.delete(group);
   for (const partition of queue.partitions.values()) {
     const consumer = partition.consumers.get(group);

@@ -14,6 +14,7 @@ import {
   type MemoryQueue,
   type MemoryStore,
   notify,
+  queuesByName,
   readyOf,
   reschedule,
 } from './state.js';
@@ -97,17 +98,27 @@ export function extendLease(store: MemoryStore, leaseId: string, seconds: number
 export function sweepLeases(store: MemoryStore): LeaseSweep {
   const now = Date.now();
   const expired: { queue: string; count: number }[] = [];
-  for (const queue of store.queues.values()) {
-    let count = 0;
-    for (const holders of [...queue.leases.values()]) {
-      for (const { partition: name, group } of [...holders]) {
+  for (const queue of queuesByName(store)) {
+    // Earliest expiry first, ties by "<partition>\n<group>" encoded: the order of the Redis
+    // sweep (its `leases` sorted set), so dead letters of one sweep line up the same.
+    const due: { order: string; at: number; partition: MemoryPartition; group: string }[] = [];
+    for (const holders of queue.leases.values()) {
+      for (const { partition: name, group } of holders) {
         const partition = queue.partitions.get(name);
-        const consumer = partition?.consumers.get(group);
-        if (partition && consumer?.lease && consumer.lease.expiresAt <= now) {
-          expireLease(store, queue, partition, group, consumer, now);
-          count++;
+        const lease = partition?.consumers.get(group)?.lease;
+        if (partition && lease && lease.expiresAt <= now) {
+          const order = `${encodeURIComponent(name)}\n${encodeURIComponent(group)}`;
+          due.push({ order, at: lease.expiresAt, partition, group });
         }
       }
+    }
+    due.sort((a, b) => a.at - b.at || (a.order < b.order ? -1 : a.order > b.order ? 1 : 0));
+    let count = 0;
+    for (const { partition, group } of due) {
+      const consumer = partition.consumers.get(group);
+      if (!consumer?.lease) continue;
+      expireLease(store, queue, partition, group, consumer, now);
+      count++;
     }
     if (count > 0) expired.push({ queue: queue.name, count });
   }

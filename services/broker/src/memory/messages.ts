@@ -3,7 +3,7 @@
  * (docs/broker.md, "Queen compatibility"), lookup by id and lua/deleteMessage-1.lua.
  */
 import { type MessageView, newestFirstPage, QUEUE_MODE, type QueueMessageState } from '../storage.js';
-import { locate, type MemoryMessage, type MemoryStore, messageView } from './state.js';
+import { locate, type MemoryMessage, type MemoryStore, messageView, positionAt } from './state.js';
 
 function queueMessageState(
   queue: string,
@@ -54,19 +54,23 @@ export function listQueueMessages(
   const queue = store.queues.get(filter.queue);
   if (!queue) return [];
   const now = Date.now();
+  // By message id, as Redis matches stream ids: a message pushed again under a dead-lettered
+  // one's transaction id (after deleteMessage) is not dead.
   const dead = new Set(
     queue.deadLetters
       .filter((letter) => letter.consumerGroup === QUEUE_MODE)
-      .map((letter) => `${letter.partitionId}\n${letter.transactionId}`),
+      .map((letter) => `${letter.partitionId}\n${letter.id}`),
   );
   const rows: { at: number; id: string; row: QueueMessageState }[] = [];
   for (const partition of queue.partitions.values()) {
     const consumer = partition.consumers.get(QUEUE_MODE);
     const lease = consumer?.lease && consumer.lease.expiresAt > now ? consumer.lease : undefined;
+    // A partition the group has not read yet starts where the group's subscription does.
+    const start = queue.groups.get(QUEUE_MODE);
+    const position = consumer?.position ?? (start === undefined ? 0 : positionAt(partition, start));
     for (const message of partition.messages.slice(-(filter.offset + filter.limit))) {
-      const resolved =
-        consumer !== undefined && (message.seq <= consumer.position || consumer.resolved.has(message.seq));
-      const status = dead.has(`${partition.id}\n${message.transactionId}`)
+      const resolved = message.seq <= position || consumer?.resolved.has(message.seq) === true;
+      const status = dead.has(`${partition.id}\n${message.id}`)
         ? 'dead_letter'
         : resolved
           ? 'completed'

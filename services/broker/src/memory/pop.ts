@@ -14,23 +14,27 @@ import {
   notify,
   queueOf,
   readyOf,
+  registerBeforeQueue,
   reschedule,
   resolve,
 } from './state.js';
 
 export function pop(store: MemoryStore, request: PopRequest): PopResult {
-  const queue = queueOf(store, request.queue, false);
-  if (!queue) return { partitions: [], nextReadyAt: 0 };
   const now = Date.now();
   const group = request.group;
+  const start =
+    request.subscription.mode === 'all'
+      ? 0
+      : request.subscription.mode === 'new'
+        ? now
+        : request.subscription.at;
+  const queue = queueOf(store, request.queue, false);
+  if (!queue) {
+    registerBeforeQueue(store, request.queue, group, start);
+    return { partitions: [], nextReadyAt: 0 };
+  }
   const ready = readyOf(queue, group);
   if (!queue.groups.has(group)) {
-    const start =
-      request.subscription.mode === 'all'
-        ? 0
-        : request.subscription.mode === 'new'
-          ? now
-          : request.subscription.at;
     queue.groups.set(group, start);
     for (const name of queue.partitions.keys()) ready.set(name, now, true);
   }

@@ -96,13 +96,35 @@ export function unsealedQueue(store: MemoryStore, items: readonly PushItem[]): s
   )?.queue;
 }
 
+/**
+ * Queue by queue, as the Redis backend runs one script per queue (each its own Cluster slot):
+ * a queue that refuses (encryption, maxSize) stores none of its items, the other queues of
+ * the request store theirs, and the first refusal is thrown (docs/broker.md, `maxSize`).
+ */
 export function push(store: MemoryStore, items: PushItem[]): PushResult[] {
-  const unsealed = unsealedQueue(store, items);
-  if (unsealed !== undefined) throw encryptionChanged(unsealed);
-  const full = checkCapacity(store, countFresh(store, items));
-  if (full) throw queueFull(full.queue, full.size, full.maxSize);
+  const byQueue = new Map<string, { item: PushItem; index: number }[]>();
+  items.forEach((item, index) => {
+    const list = byQueue.get(item.queue) ?? [];
+    list.push({ item, index });
+    byQueue.set(item.queue, list);
+  });
   const now = Date.now();
-  const results = items.map((item, index) => append(store, item, index, now));
+  const results: PushResult[] = new Array(items.length);
+  let refusal: Error | undefined;
+  for (const [name, list] of byQueue) {
+    const queueItems = list.map((entry) => entry.item);
+    if (unsealedQueue(store, queueItems) !== undefined) {
+      refusal ??= encryptionChanged(name);
+      continue;
+    }
+    const full = checkCapacity(store, countFresh(store, queueItems));
+    if (full) {
+      refusal ??= queueFull(full.queue, full.size, full.maxSize);
+      continue;
+    }
+    for (const { item, index } of list) results[index] = append(store, item, index, now);
+  }
   notify(store, pushCapacity(items, results));
+  if (refusal) throw refusal;
   return results;
 }

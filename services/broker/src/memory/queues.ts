@@ -3,7 +3,7 @@
  * lua/deleteQueue-1.lua.
  */
 import type { QueueInfo, QueueOptions } from '../storage.js';
-import { type MemoryQueue, type MemoryStore, queueInfo, queueOf } from './state.js';
+import { type MemoryQueue, type MemoryStore, queueInfo, queueOf, queuesByName } from './state.js';
 
 export function configure(
   store: MemoryStore,
@@ -19,7 +19,7 @@ export function configure(
 }
 
 export function listQueues(store: MemoryStore): QueueInfo[] {
-  return [...store.queues.values()].sort((a, b) => a.name.localeCompare(b.name)).map(queueInfo);
+  return queuesByName(store).map(queueInfo);
 }
 
 export function getQueue(store: MemoryStore, name: string): QueueInfo | undefined {
@@ -29,7 +29,13 @@ export function getQueue(store: MemoryStore, name: string): QueueInfo | undefine
 
 export function deleteQueue(store: MemoryStore, name: string): boolean {
   const queue = store.queues.get(name);
+  store.groupsBeforeQueue.delete(name);
   if (!queue) return false;
+  const now = Date.now();
+  for (const [deleted, answers] of store.answersOfDeleted) {
+    if (![...answers.values()].some((entry) => entry.expiresAt > now)) store.answersOfDeleted.delete(deleted);
+  }
+  if (queue.answers.size > 0) store.answersOfDeleted.set(name, queue.answers);
   for (const partition of queue.partitions.values()) store.partitionIds.delete(partition.id);
   store.queues.delete(name);
   // As the Redis backend drops its stats field: a deleted queue leaves the gauges at once.

@@ -3,6 +3,16 @@
  * partitions of one consumer group keyed by the time (ms) the group may find work there, so a
  * pop finds due partitions without scanning all of them.
  */
+
+/**
+ * Heap order: earliest first, ties by the partition's URI-encoded name, the order of the
+ * Redis backend's ready set (a sorted set of encoded names), so both pick the same partitions.
+ */
+function readyBefore(a: [number, string], b: [number, string]): boolean {
+  if (a[0] !== b[0]) return a[0] < b[0];
+  return encodeURIComponent(a[1]) < encodeURIComponent(b[1]);
+}
+
 export class ReadyIndex {
   private readonly scores = new Map<string, number>();
   private heap: [number, string][] = [];
@@ -65,7 +75,7 @@ export class ReadyIndex {
     let index = heap.length - 1;
     while (index > 0) {
       const parent = (index - 1) >> 1;
-      if ((heap[parent] as [number, string])[0] <= entry[0]) break;
+      if (!readyBefore(entry, heap[parent] as [number, string])) break;
       heap[index] = heap[parent] as [number, string];
       index = parent;
     }
@@ -82,10 +92,10 @@ export class ReadyIndex {
       if (left >= heap.length) break;
       const right = left + 1;
       const child =
-        right < heap.length && (heap[right] as [number, string])[0] < (heap[left] as [number, string])[0]
+        right < heap.length && readyBefore(heap[right] as [number, string], heap[left] as [number, string])
           ? right
           : left;
-      if ((heap[child] as [number, string])[0] >= last[0]) break;
+      if (!readyBefore(heap[child] as [number, string], last)) break;
       heap[index] = heap[child] as [number, string];
       index = child;
     }

@@ -88,6 +88,18 @@ export interface MemoryStore {
   /** createdAt of the newest message: never goes back, as stream ids in Redis. */
   lastCreatedAt: number;
   statsSnapshot: QueueStats[];
+  /**
+   * Groups that popped or sought a queue before it existed, with where they start, as the
+   * Redis backend's `groups` hash keeps them: the queue takes them when it is created, so a
+   * group with subscriptionMode=new reads what is pushed after its first pop (issue #11).
+   */
+  readonly groupsBeforeQueue: Map<string, Map<string, number>>;
+  /**
+   * Ack answers of deleted queues, kept for a queue created again under the same name while
+   * they last, as Redis keeps `la:<leaseId>` (60 s) past deleteQueue: a resent ack answers the
+   * same on both backends.
+   */
+  readonly answersOfDeleted: Map<string, Map<string, LeaseAnswers>>;
 }
 
 export function createStore(): MemoryStore {
@@ -98,6 +110,8 @@ export function createStore(): MemoryStore {
     sequence: 0,
     lastCreatedAt: 0,
     statsSnapshot: [],
+    groupsBeforeQueue: new Map(),
+    answersOfDeleted: new Map(),
   };
 }
 
@@ -126,19 +140,38 @@ export function queueOf(store: MemoryStore, name: string, create: boolean): Memo
       createdAt: Date.now(),
       options: { ...DEFAULT_QUEUE_OPTIONS },
       partitions: new Map(),
-      groups: new Map(),
+      groups: store.groupsBeforeQueue.get(name) ?? new Map(),
       ready: new Map(),
       leases: new Map(),
       deadLetters: [],
       pushed: 0,
       resolvedBy: new Map(),
       leaseExpiries: 0,
-      answers: new Map(),
+      answers: store.answersOfDeleted.get(name) ?? new Map(),
       answersSweepAt: 1024,
     };
     store.queues.set(name, queue);
+    store.groupsBeforeQueue.delete(name);
+    store.answersOfDeleted.delete(name);
   }
   return queue;
+}
+
+/** Registers a group on a queue not created yet (see groupsBeforeQueue); false if it was. */
+export function registerBeforeQueue(store: MemoryStore, name: string, group: string, start: number): boolean {
+  let groups = store.groupsBeforeQueue.get(name);
+  if (!groups) {
+    groups = new Map();
+    store.groupsBeforeQueue.set(name, groups);
+  }
+  if (groups.has(group)) return false;
+  groups.set(group, start);
+  return true;
+}
+
+/** By name in code-unit order (not the locale's), as the Redis backend sorts them. */
+export function queuesByName(store: MemoryStore): MemoryQueue[] {
+  return [...store.queues.values()].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
 }
 
 export function readyOf(queue: MemoryQueue, group: string): ReadyIndex {

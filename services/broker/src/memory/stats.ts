@@ -5,12 +5,12 @@
 import { type QueueStats, snapshotRates } from '../storage.js';
 import { groupBacklog } from './depth.js';
 import { type GroupExtras, groupExtras } from './partition-stats.js';
-import { after, consumerOf, type MemoryStore, retained } from './state.js';
+import { after, consumerOf, type MemoryStore, queuesByName, retained } from './state.js';
 
 export function refreshStats(store: MemoryStore): QueueStats[] {
   const now = Date.now();
   const previous = new Map(store.statsSnapshot.map((stats) => [stats.queue, stats]));
-  store.statsSnapshot = [...store.queues.values()].map((queue) => {
+  store.statsSnapshot = queuesByName(store).map((queue) => {
     const { leasedMessages, leasedAnswered, extras } = groupExtras(queue, now);
     const groups = [...queue.groups.keys()].map((group) => ({
       group,

@@ -11,8 +11,13 @@ import { type MemoryStore, notify } from './state.js';
 export function transaction(store: MemoryStore, operations: TransactionOperation[]): TransactionOutcome {
   const now = Date.now();
   const acked = new Set<string>();
+  // In order, as the Redis script checks: a clear payload for an encrypted queue is refused
+  // when it comes before the first failing ack, and the other way round.
   for (const [index, operation] of operations.entries()) {
-    if (operation.type !== 'ack') continue;
+    if (operation.type === 'push') {
+      if (unsealedQueue(store, [operation.item]) !== undefined) throw encryptionChanged(operation.item.queue);
+      continue;
+    }
     const checked = checkAck(store, operation.ack, now);
     if (typeof checked === 'string') return { success: false, error: checked, failedIndex: index };
     const key = `${operation.ack.partitionId}\n${operation.ack.group}\n${operation.ack.transactionId}`;
@@ -20,8 +25,6 @@ export function transaction(store: MemoryStore, operations: TransactionOperation
     acked.add(key);
   }
   const pushes = operations.flatMap((operation) => (operation.type === 'push' ? [operation.item] : []));
-  const unsealed = unsealedQueue(store, pushes);
-  if (unsealed !== undefined) throw encryptionChanged(unsealed);
   const full = checkCapacity(store, countFresh(store, pushes));
   if (full) return { success: false, error: `Queue is full (maxSize ${full.maxSize})`, failedIndex: -1 };
   const touched = new Set<string>();

@@ -50,6 +50,17 @@ export async function ack(backend: RedisBackend, acks: AckInput[]): Promise<AckR
         );
       }
       const rows = await backend.run<[number, string, number, number, number][]>('ack', [`${base}cfg`], args);
+      // A partition id the registry knows but no message was ever stored under (a refused push
+      // registers first) names no queue in the answer, as in process (differential test).
+      const unknown = new Set<string>();
+      const notFound = list.filter((_, position) => rows[position]?.[1] === 'Message not found');
+      if (notFound.length > 0) {
+        const names = [...new Set(notFound.map(({ partition }) => partition))];
+        const ids = await backend.redis.hmget(`${base}parts`, ...names.map(encode));
+        names.forEach((name, position) => {
+          if (ids[position] === null) unknown.add(name);
+        });
+      }
       list.forEach(({ index, ack, partition }, position) => {
         const [ok, error, released, dlq, repeat] = rows[position] as [number, string, number, number, number];
         if (
@@ -63,8 +74,8 @@ export async function ack(backend: RedisBackend, acks: AckInput[]): Promise<AckR
           transactionId: ack.transactionId,
           success: ok === 1,
           error: ok === 1 ? null : error,
-          queueName: queue,
-          partitionName: partition,
+          queueName: unknown.has(partition) ? null : queue,
+          partitionName: unknown.has(partition) ? null : partition,
           leaseReleased: released === 1,
           dlq: dlq === 1,
           repeat: repeat === 1,

@@ -84,7 +84,9 @@ export async function listQueueMessages(
         const at = streamIdTime(streamId);
         rows.push({
           at,
-          id: streamId,
+          // Ties (one millisecond) break on the message id, as in process: stream ids of two
+          // partitions do not order their messages.
+          id: fields.m ?? '',
           row: {
             id: fields.m ?? '',
             transactionId: fields.t ?? '',

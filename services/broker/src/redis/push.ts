@@ -65,8 +65,9 @@ export async function push(backend: RedisBackend, items: PushItem[]): Promise<Pu
       });
     }),
   );
+  // The queues that stored their items wake their waiters even when another one refused.
+  backend.notify(pushCapacity(items, results));
   const [failure] = failures;
   if (failure) throw failure;
-  backend.notify(pushCapacity(items, results));
   return results;
 }

@@ -17,8 +17,11 @@ export async function refreshStats(backend: RedisBackend): Promise<QueueStats[]>
   const previous = new Map((await cachedStats(backend)).map((stats) => [stats.queue, stats]));
   for (const queue of await backend.registry.queueNames()) {
     const base = backend.base(queue);
-    const [pushed, retained, dlq, expiries, partitions, oldest, leases, groups, now, batch, answered] =
-      await backend.run<
+    const [
+      [pushed, retained, dlq, expiries, partitions, oldest, leases, groups, now, batch, answered],
+      configured,
+    ] = await Promise.all([
+      backend.run<
         [
           number,
           number,
@@ -32,8 +35,15 @@ export async function refreshStats(backend: RedisBackend): Promise<QueueStats[]>
           number,
           number,
         ]
-      >('stats', [`${base}cfg`], [base, STATS_SAMPLE, STATS_LEASES_READ]);
-    const names = namespaceAndTask(queue);
+      >('stats', [`${base}cfg`], [base, STATS_SAMPLE, STATS_LEASES_READ]),
+      backend.redis.hmget(`${base}cfg`, 'namespace', 'task', 'createdAt'),
+    ]);
+    // Registered by a push or transaction that was refused before the queue was created:
+    // no queue (getQueue answers none either), no stats.
+    if (configured[2] === null) continue;
+    // The names configure gave, as getQueue answers them (the queue name's parts otherwise).
+    const fromName = namespaceAndTask(queue);
+    const names = { namespace: configured[0] || fromName.namespace, task: configured[1] || fromName.task };
     const groupStats = groups.map(([group, resolved, backlog, withLag, groupOldest, start]) => ({
       group: decode(group),
       resolved: Number(resolved),

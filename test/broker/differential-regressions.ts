@@ -1,0 +1,368 @@
+/*
+ * Sequences on which the two broker storages once differed, each replayed by
+ * differential.test.ts on every run. `found`: the seed (or the issue) that showed it.
+ */
+import type { Operation } from './differential-model.js';
+
+export interface Regression {
+  name: string;
+  found: string;
+  operations: Operation[];
+}
+
+const pop = (
+  queue: number,
+  group: number,
+  subscription: 'all' | 'new' = 'all',
+  partition: number | null = null,
+): Operation => ({ op: 'pop', queue, partition, group, batch: 4, maxPartitions: 3, subscription });
+
+export const REGRESSIONS: Regression[] = [
+  {
+    name: 'a group with subscriptionMode=new that pops a queue before it exists reads what is pushed next',
+    found: 'issue #11 (confirmed drift); seeds 1-3 of the first run',
+    operations: [
+      pop(0, 1, 'new'),
+      { op: 'push', items: [{ queue: 0, partition: 0, transaction: 0 }] },
+      { op: 'advance', ms: 1000 },
+      pop(0, 1, 'new'),
+    ],
+  },
+  {
+    name: 'a message dead-lettered by a lease expiry is trimmed by retention',
+    found: 'issue #11 (confirmed drift)',
+    operations: [
+      {
+        op: 'configure',
+        queue: 0,
+        options: { leaseTime: 1, retryLimit: 0, retentionEnabled: true, completedRetentionSeconds: 1 },
+        named: false,
+      },
+      { op: 'push', items: [{ queue: 0, partition: 0, transaction: 0 }] },
+      pop(0, 0),
+      // Takes the look the group's first pop scheduled (pop-1.lua), so only the expiry can
+      // schedule the next one.
+      { op: 'retention' },
+      { op: 'advance', ms: 2000 },
+      { op: 'sweepLeases' },
+      { op: 'advance', ms: 2000 },
+      { op: 'retention' },
+    ],
+  },
+  {
+    name: 'queue-mode messages of one millisecond list in the same order',
+    found: 'seed 1',
+    operations: [
+      {
+        op: 'push',
+        items: [
+          { queue: 0, partition: 2, transaction: 1 },
+          { queue: 0, partition: 1, transaction: 4 },
+        ],
+      },
+    ],
+  },
+  {
+    name: 'partitions ready at the same time are popped in the same order',
+    found: 'seed 1',
+    operations: [
+      { op: 'push', items: [{ queue: 0, partition: 2, transaction: 3 }] },
+      { op: 'push', items: [{ queue: 0, partition: 0, transaction: 4 }] },
+      { op: 'pop', queue: 0, partition: null, group: 0, batch: 1, maxPartitions: 1, subscription: 'all' },
+    ],
+  },
+  {
+    name: 'queues and stats are listed by code unit, with the names configure gave',
+    found: 'seeds 1, 5',
+    operations: [
+      { op: 'configure', queue: 1, options: {}, named: true },
+      { op: 'push', items: [{ queue: 0, partition: 0, transaction: 0 }] },
+      { op: 'stats' },
+    ],
+  },
+  {
+    name: 'a push of duplicates only over maxSize answers duplicate',
+    found: 'seed 1',
+    operations: [
+      {
+        op: 'push',
+        items: [
+          { queue: 0, partition: 0, transaction: 0 },
+          { queue: 0, partition: 0, transaction: 1 },
+        ],
+      },
+      { op: 'configure', queue: 0, options: { maxSize: 1 }, named: false },
+      { op: 'push', items: [{ queue: 0, partition: 0, transaction: 0 }] },
+    ],
+  },
+  {
+    name: 'a push over maxSize in one queue stores the items of the other queue',
+    found: 'seed 7',
+    operations: [
+      { op: 'configure', queue: 0, options: { maxSize: 1 }, named: false },
+      { op: 'push', items: [{ queue: 0, partition: 0, transaction: 0 }] },
+      {
+        op: 'push',
+        items: [
+          { queue: 1, partition: 0, transaction: 0 },
+          { queue: 0, partition: 0, transaction: 1 },
+        ],
+      },
+    ],
+  },
+  {
+    name: 'queue-mode status of a partition the group has not read follows its subscription',
+    found: 'seed 2',
+    operations: [
+      { op: 'push', items: [{ queue: 0, partition: 1, transaction: 2 }] },
+      { op: 'advance', ms: 1300 },
+      {
+        op: 'pop',
+        queue: 0,
+        partition: 0,
+        group: 0,
+        batch: 3,
+        maxPartitions: 1,
+        subscription: { secondsAgo: 1 },
+      },
+    ],
+  },
+  {
+    name: 'a refused ack leaves no state for a group that subscribes later',
+    found: 'seed 2',
+    operations: [
+      { op: 'push', items: [{ queue: 0, partition: 0, transaction: 5 }] },
+      pop(0, 0),
+      { op: 'ack', acks: [{ popped: 0, status: 'dlq', lease: 'own', group: 1 }] },
+      { op: 'advance', ms: 2000 },
+      pop(0, 1, 'new'),
+    ],
+  },
+  {
+    name: 'a transaction refuses a clear payload for an encrypted queue before a later failing ack',
+    found: 'seed 5',
+    operations: [
+      { op: 'push', items: [{ queue: 0, partition: 0, transaction: 1 }] },
+      pop(0, 2),
+      { op: 'configure', queue: 0, options: { encryptionEnabled: true }, named: false },
+      {
+        op: 'transaction',
+        parts: [
+          { push: { queue: 0, partition: 2, transaction: 5 } },
+          { ack: { popped: 0, status: 'completed', lease: 'unknown', group: 'own' } },
+        ],
+      },
+    ],
+  },
+  {
+    name: 'an ack resent after its queue was deleted and created again answers the same',
+    found: 'seeds 5, 9, 11',
+    operations: [
+      { op: 'push', items: [{ queue: 0, partition: 1, transaction: 0 }] },
+      pop(0, 0),
+      { op: 'ack', acks: [{ popped: 0, status: 'completed', lease: 'own', group: 'own' }] },
+      { op: 'deleteQueue', queue: 0 },
+      { op: 'push', items: [{ queue: 0, partition: 1, transaction: 1 }] },
+      { op: 'ack', acks: [{ popped: 0, status: 'dlq', lease: 'own', group: 'own' }] },
+    ],
+  },
+  {
+    name: 'a seek back makes waiting messages due for maxWaitTimeSeconds at once',
+    found: 'seed 8',
+    operations: [
+      { op: 'configure', queue: 0, options: { maxWaitTimeSeconds: 5 }, named: false },
+      { op: 'push', items: [{ queue: 0, partition: 1, transaction: 0 }] },
+      { op: 'advance', ms: 5000 },
+      pop(0, 1, 'new', 1),
+      { op: 'retention' },
+      { op: 'seek', queue: 0, group: 1, partition: 1, target: { secondsAgo: 12 } },
+      { op: 'retention' },
+    ],
+  },
+  {
+    name: 'a group created after acks it made without a lease counts its backlog from them',
+    found: 'seed 4',
+    operations: [
+      {
+        op: 'push',
+        items: [
+          { queue: 0, partition: 2, transaction: 1 },
+          { queue: 0, partition: 1, transaction: 0 },
+          { queue: 0, partition: 2, transaction: 5 },
+        ],
+      },
+      pop(0, 1),
+      { op: 'deleteGroup', queue: 0, group: 1 },
+      { op: 'ack', acks: [{ popped: 0, status: 'completed', lease: 'none', group: 'own' }] },
+      pop(0, 1),
+      { op: 'stats' },
+    ],
+  },
+  {
+    name: 'leases expiring in one sweep dead-letter in the same order',
+    found: 'seed 23',
+    operations: [
+      {
+        op: 'push',
+        items: [
+          { queue: 0, partition: 1, transaction: 2 },
+          { queue: 0, partition: 0, transaction: 0 },
+        ],
+      },
+      { op: 'configure', queue: 0, options: { leaseTime: 1, retryLimit: 0 }, named: false },
+      pop(0, 1),
+      pop(0, 0, 'all', 1),
+      { op: 'advance', ms: 2000 },
+      { op: 'sweepLeases' },
+    ],
+  },
+  {
+    name: 'a message pushed again under a dead-lettered transaction id is not dead',
+    found: 'seed 23',
+    operations: [
+      { op: 'push', items: [{ queue: 0, partition: 0, transaction: 0 }] },
+      pop(0, 0),
+      { op: 'ack', acks: [{ popped: 0, status: 'dlq', lease: 'own', group: 'own' }] },
+      { op: 'deleteMessage', pushed: 0 },
+      { op: 'push', items: [{ queue: 0, partition: 0, transaction: 0 }] },
+    ],
+  },
+  {
+    name: 'a transaction answers its first failing operation, an unknown partition included',
+    found: 'seed 22',
+    operations: [
+      { op: 'push', items: [{ queue: 0, partition: 0, transaction: 2 }] },
+      { op: 'push', items: [{ queue: 1, partition: 1, transaction: 4 }] },
+      pop(0, 0),
+      pop(1, 0),
+      { op: 'ack', acks: [{ popped: 0, status: 'completed', lease: 'own', group: 'own' }] },
+      { op: 'deleteQueue', queue: 1 },
+      {
+        op: 'transaction',
+        parts: [
+          { ack: { popped: 0, status: 'failed', lease: 'none', group: 'own' } },
+          { ack: { popped: 1, status: 'retry', lease: 'own', group: 'own' } },
+        ],
+      },
+    ],
+  },
+  {
+    name: "a new group's unconsumed messages are due for maxWaitTimeSeconds at once",
+    found: 'seed 8',
+    operations: [
+      { op: 'configure', queue: 0, options: { maxWaitTimeSeconds: 5 }, named: false },
+      {
+        op: 'push',
+        items: [
+          { queue: 0, partition: 1, transaction: 3 },
+          { queue: 0, partition: 2, transaction: 3 },
+        ],
+      },
+      { op: 'advance', ms: 1000 },
+      pop(0, 2, 'new'),
+      { op: 'advance', ms: 5000 },
+      { op: 'retention' },
+      pop(0, 0, 'all', 1),
+      { op: 'retention' },
+    ],
+  },
+  {
+    name: 'a transaction refused as full creates no queue, and leases of a deleted queue are not found',
+    found: 'seed 8',
+    operations: [
+      { op: 'push', items: [{ queue: 1, partition: 0, transaction: 2 }] },
+      { op: 'push', items: [{ queue: 0, partition: 0, transaction: 1 }] },
+      { op: 'configure', queue: 0, options: { maxSize: 1 }, named: false },
+      pop(1, 1),
+      { op: 'ack', acks: [{ popped: 0, status: 'completed', lease: 'own', group: 'own' }] },
+      { op: 'deleteQueue', queue: 1 },
+      {
+        op: 'transaction',
+        parts: [
+          { push: { queue: 0, partition: 1, transaction: 4 } },
+          { push: { queue: 1, partition: 0, transaction: 0 } },
+        ],
+      },
+      { op: 'stats' },
+      {
+        op: 'transaction',
+        parts: [{ ack: { popped: 0, status: 'failed', lease: 'own', group: 'own' } }],
+      },
+    ],
+  },
+  {
+    name: 'an ack of a partition only registered by a refused transaction names no queue',
+    found: 'seed 13',
+    operations: [
+      {
+        op: 'push',
+        items: [
+          { queue: 0, partition: 0, transaction: 3 },
+          { queue: 0, partition: 2, transaction: 1 },
+        ],
+      },
+      { op: 'pop', queue: 0, partition: 2, group: 2, batch: 3, maxPartitions: 1, subscription: 'all' },
+      { op: 'deleteQueue', queue: 0 },
+      {
+        op: 'transaction',
+        parts: [
+          { push: { queue: 0, partition: 2, transaction: 2 } },
+          { ack: { popped: 0, status: 'completed', lease: 'own', group: 'own' } },
+        ],
+      },
+      { op: 'ack', acks: [{ popped: 0, status: 'success', lease: 'unknown', group: 'own' }] },
+    ],
+  },
+  {
+    name: 'a batch ack under a lease of a deleted queue is not found, as in a transaction',
+    found: 'seed 13',
+    operations: [
+      { op: 'push', items: [{ queue: 0, partition: 1, transaction: 1 }] },
+      pop(0, 2),
+      { op: 'ack', acks: [{ popped: 0, status: 'retry', lease: 'own', group: 'own' }] },
+      { op: 'deleteQueue', queue: 0 },
+      // Refused (its ack is not found): it registered the partition ids all the same.
+      {
+        op: 'transaction',
+        parts: [
+          { push: { queue: 0, partition: 1, transaction: 2 } },
+          { ack: { popped: 0, status: 'completed', lease: 'own', group: 'own' } },
+        ],
+      },
+      { op: 'ack', acks: [{ popped: 0, status: 'completed', lease: 'own', group: 'own' }] },
+    ],
+  },
+  {
+    name: 'a group created by a seek of a missing partition sees the other partitions',
+    found: 'seed 22',
+    operations: [
+      { op: 'push', items: [{ queue: 0, partition: 1, transaction: 2 }] },
+      { op: 'advance', ms: 1000 },
+      { op: 'seek', queue: 0, group: 2, partition: 2, target: { secondsAgo: 6 } },
+      { op: 'stats' },
+      pop(0, 2),
+    ],
+  },
+  {
+    name: 'a group deleted, dead-lettering by an ack without a lease, then created again after a requeue counts the requeued message',
+    found: 'seed 22',
+    operations: [
+      { op: 'configure', queue: 0, options: { retryLimit: 0, deadLetterQueue: true }, named: false },
+      {
+        op: 'push',
+        items: [
+          { queue: 0, partition: 0, transaction: 0 },
+          { queue: 0, partition: 0, transaction: 1 },
+        ],
+      },
+      pop(0, 1),
+      { op: 'deleteGroup', queue: 0, group: 1 },
+      // The group is gone; an ack naming it still applies (an ack needs no registered group),
+      // and dead-letters the second message, ahead of the group's position.
+      { op: 'ack', acks: [{ popped: 1, status: 'failed', lease: 'none', group: 'own' }] },
+      { op: 'requeue', queue: 0, picks: [0] },
+      pop(0, 1),
+      { op: 'stats' },
+    ],
+  },
+];

@@ -1,0 +1,179 @@
+/*
+ * Runs one operation sequence against a fresh in-process storage and a fresh Redis storage in
+ * lockstep on one fake clock, compares every answer and every observation after it, and
+ * shrinks a failing sequence to a short one that still fails.
+ */
+import { isDeepStrictEqual } from 'node:util';
+import { type BrokerStorage, MemoryStorage, RedisStorage } from '@herald/broker';
+import type { ScriptSet } from '@herald/redis';
+import { uniquePrefix } from '@herald/testkit';
+import type { TestClock } from './differential-clock.js';
+import { type Operation, Runner } from './differential-model.js';
+
+/** Far enough ahead that the scripts' absolute key expiries (PEXPIREAT) never fall in the past. */
+export const CLOCK_START = Date.UTC(2100, 0, 1);
+
+export interface Mismatch {
+  index: number;
+  operation: Operation;
+  what: 'answer' | 'state after';
+  memory: unknown;
+  redis: unknown;
+}
+
+export interface PairContext {
+  redisUrl: string;
+  scripts: ScriptSet;
+  clock: TestClock;
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+/**
+ * Names the two backends legitimately choose differently, replaced by the order in which they
+ * first appear: ids the storage generates (a requeued message's new id) and dead-letter ids
+ * (a stream id in Redis, a counter in process).
+ */
+class Canonical {
+  private readonly names = new Map<string, Map<string, string>>();
+
+  private name(kind: string, value: string): string {
+    let names = this.names.get(kind);
+    if (!names) {
+      names = new Map();
+      this.names.set(kind, names);
+    }
+    let name = names.get(value);
+    if (name === undefined) {
+      name = `<${kind} ${names.size}>`;
+      names.set(value, name);
+    }
+    return name;
+  }
+
+  apply(value: unknown): unknown {
+    if (typeof value === 'string') return UUID.test(value) ? this.name('id', value) : value;
+    if (Array.isArray(value)) return value.map((entry) => this.apply(entry));
+    if (value !== null && typeof value === 'object') {
+      // Dead-letter ids are per queue (Redis: an id of the queue's dlq stream).
+      const queue = (value as { queue?: unknown }).queue;
+      return Object.fromEntries(
+        Object.entries(value).map(([key, entry]) => [
+          key,
+          key === 'dlqId' && typeof entry === 'string'
+            ? this.name('dlq', `${queue}\n${entry}`)
+            : this.apply(entry),
+        ]),
+      );
+    }
+    return value;
+  }
+}
+
+async function closeAll(storages: BrokerStorage[]): Promise<void> {
+  await Promise.all(storages.map((storage) => storage.close()));
+}
+
+/** The first difference between the backends over `operations`, or undefined. */
+export async function runPair(
+  operations: readonly Operation[],
+  context: PairContext,
+): Promise<Mismatch | undefined> {
+  await context.clock.set(CLOCK_START);
+  const memory = new MemoryStorage();
+  const redis = new RedisStorage({
+    url: context.redisUrl,
+    prefix: uniquePrefix('diff'),
+    scripts: context.scripts,
+    log: { warn: () => undefined, info: () => undefined },
+  });
+  try {
+    const memoryRunner = new Runner(memory, context.clock);
+    const redisRunner = new Runner(redis, context.clock);
+    const memoryNames = new Canonical();
+    const redisNames = new Canonical();
+    for (const [index, operation] of operations.entries()) {
+      if (operation.op === 'advance') await context.clock.advance(operation.ms);
+      const memoryAnswer = memoryNames.apply(await memoryRunner.apply(operation));
+      const redisAnswer = redisNames.apply(await redisRunner.apply(operation));
+      if (!isDeepStrictEqual(memoryAnswer, redisAnswer)) {
+        return { index, operation, what: 'answer', memory: memoryAnswer, redis: redisAnswer };
+      }
+      const memoryState = memoryNames.apply(await memoryRunner.observe());
+      const redisState = redisNames.apply(await redisRunner.observe());
+      if (!isDeepStrictEqual(memoryState, redisState)) {
+        return { index, operation, what: 'state after', memory: memoryState, redis: redisState };
+      }
+    }
+    return undefined;
+  } finally {
+    await closeAll([memory, redis]);
+  }
+}
+
+/**
+ * A shorter sequence that still fails (any difference): cut after the failing operation, then
+ * remove chunks of operations, halving the chunk size down to one (delta debugging), within a
+ * budget of replays.
+ */
+export async function shrink(
+  operations: readonly Operation[],
+  first: Mismatch,
+  context: PairContext,
+  maxReplays = 400,
+): Promise<{ operations: Operation[]; mismatch: Mismatch; replays: number }> {
+  let current = operations.slice(0, first.index + 1);
+  let mismatch = first;
+  let replays = 0;
+  for (let chunk = Math.max(1, current.length >> 1); chunk >= 1 && replays < maxReplays; ) {
+    let removed = false;
+    for (let start = 0; start < current.length && replays < maxReplays; start += chunk) {
+      const candidate = [...current.slice(0, start), ...current.slice(start + chunk)];
+      if (candidate.length === 0) continue;
+      replays++;
+      const found = await runPair(candidate, context);
+      if (found) {
+        current = candidate.slice(0, found.index + 1);
+        mismatch = found;
+        removed = true;
+        start -= chunk;
+      }
+    }
+    if (!removed) chunk >>= 1;
+  }
+  return { operations: current, mismatch, replays };
+}
+
+/** Where two answers first differ, as `path: memory … / redis …` lines. */
+function firstDifference(memory: unknown, redis: unknown, path: string): string[] {
+  if (isDeepStrictEqual(memory, redis)) return [];
+  const bothObjects =
+    memory !== null && redis !== null && typeof memory === 'object' && typeof redis === 'object';
+  if (bothObjects && Array.isArray(memory) === Array.isArray(redis)) {
+    const left = memory as Record<string, unknown>;
+    const right = redis as Record<string, unknown>;
+    const keys = Array.isArray(memory)
+      ? [...Array(Math.max(memory.length, (redis as unknown[]).length)).keys()].map(String)
+      : [...new Set([...Object.keys(left), ...Object.keys(right)])];
+    for (const key of keys) {
+      const found = firstDifference(left[key], right[key], `${path}.${key}`);
+      if (found.length > 0) return found;
+    }
+  }
+  return [`${path}`, `  memory: ${JSON.stringify(memory)}`, `  redis:  ${JSON.stringify(redis)}`];
+}
+
+/** What a failing seed prints: the difference, and the sequence to replay it. */
+export function describe(
+  seed: number | 'replay',
+  shrunk: { operations: Operation[]; mismatch: Mismatch },
+): string {
+  const { mismatch, operations } = shrunk;
+  return [
+    `the backends differ (seed ${seed}), at operation ${mismatch.index} of the shrunk sequence (${mismatch.what}):`,
+    JSON.stringify(mismatch.operation),
+    ...firstDifference(mismatch.memory, mismatch.redis, '$'),
+    'replay with DIFF_REPLAY set to this sequence:',
+    JSON.stringify(operations),
+  ].join('\n');
+}

@@ -1,0 +1,93 @@
+/*
+ * The two broker storages agree (issue #11): seeded random sequences of operations at the
+ * storage interface (push with dedup, pop with and without groups in each subscription mode,
+ * acks of every status with and without leases, lease expiry on a fake clock, extend,
+ * release, seek, configure with every option, retention, requeue, deletes, transactions) run
+ * on the in-process storage and on the Redis storage side by side; every answer and what each
+ * storage shows after it must be equal, ids the storages generate mapped by first appearance.
+ *
+ * A failing seed prints its difference and a shrunk sequence that replays it.
+ *   DIFF_SEEDS=200          more seeds (default SEEDS below)
+ *   DIFF_FIRST_SEED=1000    where the seeds start (default 1)
+ *   DIFF_SEED=42            one seed
+ *   DIFF_OPS=400            operations per seed (default OPERATIONS below)
+ *   DIFF_REPLAY='[...]'     a printed sequence (or a file holding it), instead of seeds
+ */
+import assert from 'node:assert/strict';
+import { existsSync, readFileSync } from 'node:fs';
+import { after, before, type TestContext, test } from 'node:test';
+import { createRedis, parseRedisOptions, type Redis, type ScriptSet } from '@herald/redis';
+import { RedisServer, uniquePrefix } from '@herald/testkit';
+import { scriptsWithClock, TestClock } from './differential-clock.js';
+import { generate, type Operation } from './differential-model.js';
+import { REGRESSIONS } from './differential-regressions.js';
+import { CLOCK_START, describe, type PairContext, runPair, shrink } from './differential-run.js';
+
+const SEEDS = 24;
+const OPERATIONS = 150;
+
+function integer(name: string, fallback: number): number {
+  const raw = process.env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isSafeInteger(value) || value < 0)
+    throw new Error(`${name} must be a whole number, got ${raw}`);
+  return value;
+}
+
+const operationCount = integer('DIFF_OPS', OPERATIONS);
+const single = process.env.DIFF_SEED;
+const firstSeed = integer('DIFF_FIRST_SEED', 1);
+const seeds =
+  single !== undefined && single !== ''
+    ? [integer('DIFF_SEED', 0)]
+    : Array.from({ length: integer('DIFF_SEEDS', SEEDS) }, (_, index) => firstSeed + index);
+const replayText = process.env.DIFF_REPLAY;
+
+// A private Redis: the scripts here read a clock key no other test writes.
+let server: RedisServer;
+let redis: Redis;
+let scripts: ScriptSet;
+const clockKey = `${uniquePrefix('diff-clock')}now`;
+
+before(async () => {
+  server = await RedisServer.start();
+  redis = createRedis(parseRedisOptions(server.url, { connectionName: 'differential-clock' }));
+  scripts = scriptsWithClock(clockKey);
+});
+after(async () => {
+  redis.disconnect();
+  await server.destroy();
+});
+
+async function check(label: number | 'replay', operations: Operation[], context: PairContext): Promise<void> {
+  const mismatch = await runPair(operations, context);
+  if (!mismatch) return;
+  const shrunk = await shrink(operations, mismatch, context);
+  assert.fail(describe(label, shrunk));
+}
+
+function contextFor(t: TestContext): PairContext {
+  // Only Date is faked: timers stay real, so Redis replies and timeouts run as usual.
+  t.mock.timers.enable({ apis: ['Date'], now: CLOCK_START });
+  const clock = new TestClock(redis, clockKey, (ms) => t.mock.timers.setTime(ms), CLOCK_START);
+  return { redisUrl: server.url, scripts, clock };
+}
+
+if (replayText !== undefined && replayText !== '') {
+  test('a replayed sequence gives the same answers on both backends', async (t) => {
+    const text = existsSync(replayText) ? readFileSync(replayText, 'utf8') : replayText;
+    await check('replay', JSON.parse(text) as Operation[], contextFor(t));
+  });
+} else {
+  for (const regression of REGRESSIONS) {
+    test(`regression (${regression.found}): ${regression.name}`, async (t) => {
+      await check('replay', regression.operations, contextFor(t));
+    });
+  }
+  for (const seed of seeds) {
+    test(`seed ${seed}: ${operationCount} operations give the same answers on both backends`, async (t) => {
+      await check(seed, generate(seed, operationCount), contextFor(t));
+    });
+  }
+}
