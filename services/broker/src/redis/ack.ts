@@ -5,6 +5,18 @@
 import type { AckInput, AckResult } from '../storage.js';
 import { encode, type RedisBackend } from './context.js';
 
+/** One ack's ARGV entries, in the order ack_many (lua/includes/ack.lua) reads them. */
+export function ackArguments(ack: AckInput, partition: string): string[] {
+  return [
+    encode(partition),
+    encode(ack.group),
+    ack.transactionId,
+    ack.status,
+    ack.leaseId ?? '',
+    ack.error ?? '',
+  ];
+}
+
 export async function ack(backend: RedisBackend, acks: AckInput[]): Promise<AckResult[]> {
   const results: AckResult[] = new Array(acks.length);
   const byQueue = new Map<string, { index: number; ack: AckInput; partition: string }[]>();
@@ -40,14 +52,7 @@ export async function ack(backend: RedisBackend, acks: AckInput[]): Promise<AckR
       const base = backend.base(queue);
       const args: string[] = [base];
       for (const { ack, partition } of list) {
-        args.push(
-          encode(partition),
-          encode(ack.group),
-          ack.transactionId,
-          ack.status,
-          ack.leaseId ?? '',
-          ack.error ?? '',
-        );
+        args.push(...ackArguments(ack, partition));
       }
       const rows = await backend.run<[number, string, number, number, number][]>('ack', [`${base}cfg`], args);
       // A partition id the registry knows but no message was ever stored under (a refused push

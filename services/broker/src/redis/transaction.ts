@@ -5,7 +5,8 @@
 import { encryptionChanged } from '../errors.js';
 import { namespaceAndTask, partitionIdOf } from '../identifiers.js';
 import type { TransactionOperation, TransactionOutcome } from '../storage.js';
-import { encode, type RedisBackend, type Reply } from './context.js';
+import { ackArguments } from './ack.js';
+import type { RedisBackend, Reply } from './context.js';
 import { pushItemArguments } from './push.js';
 
 export async function transaction(
@@ -30,16 +31,7 @@ export async function transaction(
       // where it is not found: in operation order, so an earlier failing operation answers
       // first, as in process (differential test).
       const [queue, partition] = (await backend.registry.resolve(ack.partitionId)) ?? ['', ''];
-      args.push(
-        'ack',
-        backend.base(queue),
-        encode(partition),
-        encode(ack.group),
-        ack.transactionId,
-        ack.status,
-        ack.leaseId ?? '',
-        ack.error ?? '',
-      );
+      args.push('ack', backend.base(queue), ...ackArguments(ack, partition));
       if (queue !== '') touched.add(queue);
     }
   }

@@ -1,7 +1,8 @@
 import type { Redis } from '@herald/redis';
 import { encryptionChanged } from '../errors.js';
 import { namespaceAndTask, partitionIdOf } from '../identifiers.js';
-import type { PushItem, PushResult } from '../storage.js';
+import { pushItemArguments } from '../redis/push.js';
+import type { PushResult } from '../storage.js';
 import { STREAMS_LIMITS } from './limits.js';
 import type {
   CycleInput,
@@ -116,7 +117,13 @@ export class RedisStreams implements StreamsStorage {
       const partitionId = partitionIdOf(item.queue, item.partition);
       await this.host.register(item.queue, [[item.partition, partitionId]]);
       const { namespace, task } = namespaceAndTask(item.queue);
-      args.push(this.host.base(item.queue), namespace, task, item.queue, ...pushArguments(item, partitionId));
+      args.push(
+        this.host.base(item.queue),
+        namespace,
+        task,
+        item.queue,
+        ...pushItemArguments(item, partitionId),
+      );
     }
     let sourceQueue: string | null = null;
     if (input.ack) {
@@ -216,16 +223,4 @@ export class RedisStreams implements StreamsStorage {
       bytes: Number(stats[`b:${id}`] ?? 0),
     }));
   }
-}
-
-function pushArguments(item: PushItem, partitionId: string): string[] {
-  return [
-    encodeURIComponent(item.partition),
-    partitionId,
-    item.transactionId,
-    item.messageId,
-    item.traceId ?? '',
-    item.data,
-    item.producerSub ?? '',
-  ];
 }
