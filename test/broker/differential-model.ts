@@ -5,6 +5,7 @@
  * sequence with operations removed (shrinking) still replays.
  */
 import type { BrokerStorage } from '@herald/broker';
+import { seededRandom } from '@herald/testkit';
 import type { TestClock } from './differential-clock.js';
 
 type QueueOptions = Parameters<BrokerStorage['configure']>[1];
@@ -71,21 +72,9 @@ export type Operation =
   | { op: 'retention' }
   | { op: 'stats' };
 
-/** mulberry32: small, seedable, the same on every Node. */
-export function random(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 /** A generated sequence of `count` operations for `seed`. */
 export function generate(seed: number, count: number): Operation[] {
-  const next = random(seed);
+  const next = seededRandom(seed);
   const below = (n: number) => Math.floor(next() * n);
   const pick = <T>(list: readonly T[]): T => list[below(list.length)] as T;
   const chance = (p: number) => next() < p;

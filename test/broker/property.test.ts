@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { type Broker, brokerSpec, startBroker } from '@herald/broker';
 import { parseEnv } from '@herald/config';
-import { stopTestRedis, testRedisUrl, uniquePrefix } from '@herald/testkit';
+import { seededRandom, stopTestRedis, testRedisUrl, uniquePrefix } from '@herald/testkit';
 import { call } from './nodes.js';
 
 const SEED = Number(process.env.PROPERTY_SEED ?? 20_240_611);
@@ -19,17 +19,6 @@ const GROUPS = ['alpha', 'beta'];
 const CONSUMERS_PER_GROUP = 3;
 const QUEUE = `prop.${SEED}.${Date.now().toString(36)}`;
 type Backend = 'redis' | 'memory';
-
-function mulberry32(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** Two nodes on one Redis; the in-process backend is one node (its state lives in the process). */
 const nodes: Record<Backend, Broker[]> = { redis: [], memory: [] };
@@ -63,7 +52,7 @@ for (const backend of ['redis', 'memory'] as const) {
 }
 
 async function property(backend: Backend): Promise<void> {
-  const random = mulberry32(SEED);
+  const random = seededRandom(SEED);
   const a = nodes[backend][0] as Broker;
   const b = nodes[backend][1] ?? a;
   await call(a.url, 'POST', '/api/v1/configure', {

@@ -7,7 +7,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { stopTestRedis, testRedisUrl, uniquePrefix } from '@herald/testkit';
+import { seededRandom, stopTestRedis, testRedisUrl, uniquePrefix } from '@herald/testkit';
 import { Redis } from 'ioredis';
 import type { Broker } from '../src/index.js';
 import { client, queueName, startTestBroker } from './helpers.js';
@@ -16,17 +16,6 @@ const SEED = Number(process.env.PROPERTY_SEED ?? 20_261_201);
 const STEPS = 150;
 const PARTITIONS = ['p0', 'p1', 'p2'];
 const GROUPS = ['__QUEUE_MODE__', 'g1', 'g2'];
-
-function mulberry32(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 function idAfter(a: string, b: string): boolean {
   const [am, as] = a.split('-').map(BigInt) as [bigint, bigint];
@@ -54,7 +43,7 @@ describe('backlog counters (redis)', () => {
   test(`pending:<g> equals the streams' count after every step (seed ${SEED})`, {
     timeout: 120_000,
   }, async () => {
-    const random = mulberry32(SEED);
+    const random = seededRandom(SEED);
     const pick = <T>(list: readonly T[]): T => list[Math.floor(random() * list.length)] as T;
     const queue = queueName('backlog-prop');
     const base = `${prefix}{${encodeURIComponent(queue)}}:`;

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, describe, test } from 'node:test';
+import { seededRandom } from '@herald/testkit';
 import {
   BACKENDS,
   cleanupRedis,
@@ -12,18 +13,6 @@ import {
 } from './helpers.js';
 
 after(cleanupRedis);
-
-/** mulberry32: a small seeded PRNG, so a failure can be replayed from the printed seed. */
-function randomSource(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let value = state;
-    value = Math.imul(value ^ (value >>> 15), value | 1);
-    value ^= value + Math.imul(value ^ (value >>> 7), value | 61);
-    return ((value ^ (value >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const TOPICS = Array.from({ length: 8 }, (_, index) => `https://example.com/t/${index}`);
 
@@ -53,7 +42,7 @@ for (const backend of BACKENDS) {
   describe(`randomized private delivery (${backend} backend)`, () => {
     test('no private update reaches a subscriber whose claims do not allow it; every allowed one arrives', async () => {
       const seed = Number(process.env.HUB_RANDOM_SEED ?? Date.now() % 2 ** 31);
-      const random = randomSource(seed);
+      const random = seededRandom(seed);
       const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)] as T;
       const hub = await startTestHub(backend, { MERCURE_ANONYMOUS: '1', MERCURE_HEARTBEAT: '0' });
       try {

@@ -23,7 +23,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { createMetrics } from '@herald/metrics';
-import { RedisServer, uniquePrefix, waitFor } from '@herald/testkit';
+import { RedisServer, seededRandom, uniquePrefix, waitFor } from '@herald/testkit';
 import { Redis } from 'ioredis';
 import type { Transport } from '../src/transport.js';
 import { MemoryTransport } from '../src/transport-memory.js';
@@ -35,7 +35,7 @@ const OPERATIONS_PER_SEED = 80;
 /** Seeds with an age bound are shorter: their steps between expiries must stay within the bound. */
 const OPERATIONS_PER_AGED_SEED = 24;
 /**
- * The age bound of the seeds that have one: far above what their steps take between expiries, even
+ * The age bound of the seeded runs that have one: far above what their steps take between expiries, even
  * on a loaded machine (checked at every step: see `checkNothingAged`).
  */
 const HISTORY_TTL = 2500;
@@ -43,18 +43,6 @@ const HISTORY_TTL = 2500;
 const MAX_STEPS_BETWEEN_EXPIRIES = 8;
 /** Past any position either backend hands out. */
 const END: Position = `${Number.MAX_SAFE_INTEGER}-0`;
-
-/** mulberry32: a small seeded PRNG, so a failure can be replayed from the printed seed. */
-function randomSource(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let value = state;
-    value = Math.imul(value ^ (value >>> 15), value | 1);
-    value ^= value + Math.imul(value ^ (value >>> 7), value | 61);
-    return ((value ^ (value >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 interface Settings {
   readonly historySize: number;
@@ -86,10 +74,10 @@ const TOPICS = ['https://example.com/a', 'https://example.com/b/1', 'urn:topic:�
 const DATA = ['', 'plain', 'two\nlines', 'ünïcödé ✓', '{"json":[1,2]}', ' spaced ', 'a'.repeat(300)];
 
 function generate(seed: number): Sequence {
-  const random = randomSource(seed);
+  const random = seededRandom(seed);
   const pick = <T>(values: readonly T[]): T => values[Math.floor(random() * values.length)] as T;
   const historySize = 1 + Math.floor(random() * 8);
-  // A third of the seeds bound the age too; the others have no age bound.
+  // A third of the seeded runs bound the age too; the others have no age bound.
   const historyTtl = seed % 3 === 0 ? HISTORY_TTL : 0;
   // Few ids, so repeats (entry still in history) and reuse after a trim both happen often.
   const ids = Array.from({ length: historySize + 3 }, (_, index) => `urn:diff:${seed}:${index}`);
