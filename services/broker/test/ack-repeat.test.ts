@@ -4,27 +4,20 @@
  * changes nothing — for single, batch and transactional acks, on both backends.
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { after, describe, test } from 'node:test';
 import { stopTestRedis } from '@herald/testkit';
-import type { Broker } from '../src/index.js';
-import { BACKENDS, client, queueName, startTestBroker } from './helpers.js';
+import { BACKENDS, brokerSuite, queueName } from './helpers.js';
 
 after(() => stopTestRedis());
 
 for (const backend of BACKENDS) {
   describe(`retried acks are repeats (${backend})`, () => {
-    let broker: Broker;
-    let api: ReturnType<typeof client>;
-    before(async () => {
-      broker = await startTestBroker(backend);
-      api = client(broker.url);
-    });
-    after(() => broker.close());
+    const suite = brokerSuite(backend);
 
     async function popOne(queue: string, retryLimit: number) {
-      await api.configure(queue, { retryLimit, leaseTime: 60 });
-      await api.push([{ queue, payload: 'x', transactionId: 't1' }]);
-      const popped = await api.pop(queue);
+      await suite.api.configure(queue, { retryLimit, leaseTime: 60 });
+      await suite.api.push([{ queue, payload: 'x', transactionId: 't1' }]);
+      const popped = await suite.api.pop(queue);
       assert.equal(popped.status, 200);
       return popped.body.messages[0];
     }
@@ -49,8 +42,8 @@ for (const backend of BACKENDS) {
           status,
           error: 'boom',
         };
-        const first = await api.ack(body);
-        const second = await api.ack(body);
+        const first = await suite.api.ack(body);
+        const second = await suite.api.ack(body);
         assert.deepEqual(
           [first.body[0].success, first.body[0].repeat, first.body[0].dlq],
           [true, false, dlq],
@@ -59,48 +52,50 @@ for (const backend of BACKENDS) {
           [second.body[0].success, second.body[0].error, second.body[0].repeat, second.body[0].dlq],
           [true, null, true, dlq],
         );
-        const next = await api.pop(queue);
+        const next = await suite.api.pop(queue);
         if (redelivered === null) {
           assert.equal(next.status, 204);
         } else {
           assert.equal(next.status, 200);
           assert.equal(next.body.messages[0].retryCount, redelivered, 'one attempt counted, not two');
         }
-        const dead = await api.call('GET', `/api/v1/dlq?queue=${encodeURIComponent(queue)}`);
+        const dead = await suite.api.call('GET', `/api/v1/dlq?queue=${encodeURIComponent(queue)}`);
         assert.equal(dead.body.total, dlq ? 1 : 0);
       });
     }
 
     test('an ack retried after retention removed the message is still a repeat (single and batch)', async () => {
       const queue = queueName('repeat-retained');
-      await api.configure(queue, {
+      await suite.api.configure(queue, {
         retryLimit: 3,
         leaseTime: 60,
         retentionEnabled: true,
         completedRetentionSeconds: 1,
       });
-      await api.push(['a', 'b'].map((transactionId) => ({ queue, payload: transactionId, transactionId })));
-      const popped = (await api.pop(queue, 'batch=2')).body;
+      await suite.api.push(
+        ['a', 'b'].map((transactionId) => ({ queue, payload: transactionId, transactionId })),
+      );
+      const popped = (await suite.api.pop(queue, 'batch=2')).body;
       const acks = popped.messages.map((message: { transactionId: string; partitionId: string }) => ({
         transactionId: message.transactionId,
         partitionId: message.partitionId,
         leaseId: popped.leaseId,
         status: 'completed',
       }));
-      const first = await api.call('POST', '/api/v1/ack/batch', { acknowledgments: acks });
+      const first = await suite.api.call('POST', '/api/v1/ack/batch', { acknowledgments: acks });
       assert.deepEqual(
         first.body.map((result: { success: boolean }) => result.success),
         [true, true],
       );
       // Past completedRetentionSeconds, the next retention run deletes both messages.
       await new Promise((resolve) => setTimeout(resolve, 1300));
-      assert.ok((await broker.storage.applyRetention()) >= 2, 'retention removed the acked messages');
-      const single = await api.ack(acks[0]);
+      assert.ok((await suite.broker.storage.applyRetention()) >= 2, 'retention removed the acked messages');
+      const single = await suite.api.ack(acks[0]);
       assert.deepEqual(
         [single.body[0].success, single.body[0].error, single.body[0].repeat],
         [true, null, true],
       );
-      const batch = await api.call('POST', '/api/v1/ack/batch', { acknowledgments: acks });
+      const batch = await suite.api.call('POST', '/api/v1/ack/batch', { acknowledgments: acks });
       assert.deepEqual(
         batch.body.map((result: { success: boolean; repeat: boolean }) => [result.success, result.repeat]),
         [
@@ -112,10 +107,10 @@ for (const backend of BACKENDS) {
 
     test('a batch ack sent twice: every item of the retry is a repeat', async () => {
       const queue = queueName('repeat-batch');
-      await api.push(
+      await suite.api.push(
         ['a', 'b', 'c'].map((transactionId) => ({ queue, payload: transactionId, transactionId })),
       );
-      const popped = (await api.pop(queue, 'batch=3')).body;
+      const popped = (await suite.api.pop(queue, 'batch=3')).body;
       const body = {
         acknowledgments: [
           { transactionId: 'a', partitionId: popped.partitionId, leaseId: popped.leaseId },
@@ -123,8 +118,8 @@ for (const backend of BACKENDS) {
           { transactionId: 'c', partitionId: popped.partitionId, leaseId: popped.leaseId },
         ],
       };
-      const first = await api.ackBatch(body);
-      const second = await api.ackBatch(body);
+      const first = await suite.api.ackBatch(body);
+      const second = await suite.api.ackBatch(body);
       assert.deepEqual(
         first.body.map((r: any) => [r.success, r.repeat]),
         [
@@ -141,7 +136,7 @@ for (const backend of BACKENDS) {
           [true, null, true],
         ],
       );
-      const again = await api.pop(queue, 'batch=3');
+      const again = await suite.api.pop(queue, 'batch=3');
       assert.deepEqual(
         again.body.messages.map((m: any) => [m.transactionId, m.retryCount]),
         [['b', 1]],
@@ -164,29 +159,29 @@ for (const backend of BACKENDS) {
           },
         ],
       };
-      const first = await api.call('POST', '/api/v1/transaction', body);
-      const second = await api.call('POST', '/api/v1/transaction', body);
+      const first = await suite.api.call('POST', '/api/v1/transaction', body);
+      const second = await suite.api.call('POST', '/api/v1/transaction', body);
       assert.equal(first.body.success, true);
       assert.equal(second.body.success, true, JSON.stringify(second.body));
       assert.equal(first.body.results[1].repeat, false);
       assert.equal(second.body.results[1].repeat, true);
       assert.equal(second.body.results[0].status, 'duplicate', 'the retried push is deduplicated');
-      const out = await api.pop(target, 'batch=10');
+      const out = await suite.api.pop(target, 'batch=10');
       assert.equal(out.body.messages.length, 1);
-      assert.equal((await api.pop(source)).status, 204);
+      assert.equal((await suite.api.pop(source)).status, 204);
     });
 
     test('a stale lease is still refused, and a conflicting second answer too', async () => {
       const queue = queueName('repeat-stale');
       const message = await popOne(queue, 3);
       const completed = { transactionId: 't1', partitionId: message.partitionId, leaseId: message.leaseId };
-      assert.equal((await api.ack(completed)).body[0].success, true);
-      const conflicting = await api.ack({ ...completed, status: 'failed' });
+      assert.equal((await suite.api.ack(completed)).body[0].success, true);
+      const conflicting = await suite.api.ack({ ...completed, status: 'failed' });
       assert.deepEqual(
         [conflicting.body[0].success, conflicting.body[0].error],
         [false, 'Message already acknowledged'],
       );
-      const stranger = await api.ack({ ...completed, leaseId: 'another-lease' });
+      const stranger = await suite.api.ack({ ...completed, leaseId: 'another-lease' });
       assert.deepEqual(
         [stranger.body[0].success, stranger.body[0].error],
         [false, 'Invalid or expired lease'],

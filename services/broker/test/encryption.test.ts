@@ -9,7 +9,7 @@ import { stopTestRedis, testRedisUrl, uniquePrefix } from '@herald/testkit';
 import { Redis } from 'ioredis';
 import { PayloadCipher } from '../src/encryption.js';
 import type { Broker } from '../src/index.js';
-import { BACKENDS, client, queueName, startTestBroker } from './helpers.js';
+import { BACKENDS, brokerSuite, client, queueName, startTestBroker } from './helpers.js';
 
 after(() => stopTestRedis());
 
@@ -358,35 +358,29 @@ for (const backend of BACKENDS) {
   });
 
   describe(`broker payload encryption without a key (${backend})`, () => {
-    let broker: Broker;
-    let api: ReturnType<typeof client>;
-    before(async () => {
-      broker = await startTestBroker(backend);
-      api = client(broker.url);
-    });
-    after(() => broker.close());
+    const suite = brokerSuite(backend);
 
     test('configure with encryptionEnabled is refused with 409 and nothing is stored', async () => {
       const queue = queueName('nokey');
-      const refused = await api.configure(queue, { encryptionEnabled: true });
+      const refused = await suite.api.configure(queue, { encryptionEnabled: true });
       assert.equal(refused.status, 409);
       assert.match(refused.body.error, /QUEEN_ENCRYPTION_KEY/);
-      assert.equal(await broker.storage.getQueue(queue), undefined);
-      assert.equal((await api.configure(queue, { encryptionEnabled: false })).status, 200);
+      assert.equal(await suite.broker.storage.getQueue(queue), undefined);
+      assert.equal((await suite.api.configure(queue, { encryptionEnabled: false })).status, 200);
     });
 
     test('a push to a queue configured for encryption elsewhere is refused (409), never stored in clear', async () => {
       const queue = queueName('nokey-push');
       // As a node holding the key configured it (or this node before a restart without it).
-      await broker.storage.configure(queue, { encryptionEnabled: true }, { namespace: '', task: '' });
-      const refused = await api.push([{ queue, payload: SECRET }]);
+      await suite.broker.storage.configure(queue, { encryptionEnabled: true }, { namespace: '', task: '' });
+      const refused = await suite.api.push([{ queue, payload: SECRET }]);
       assert.equal(refused.status, 409);
       assert.match(refused.body.error, /refused rather than stored in clear/);
-      const txn = await api.call('POST', '/api/v1/transaction', {
+      const txn = await suite.api.call('POST', '/api/v1/transaction', {
         operations: [{ type: 'push', items: [{ queue, payload: SECRET }] }],
       });
       assert.equal(txn.status, 409);
-      assert.deepEqual(await broker.storage.listMessages({ queue, limit: 10 }), []);
+      assert.deepEqual(await suite.broker.storage.listMessages({ queue, limit: 10 }), []);
     });
   });
 }

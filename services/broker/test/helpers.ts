@@ -1,3 +1,4 @@
+import { after, before } from 'node:test';
 import { parseEnv } from '@herald/config';
 import { testRedisUrl, uniquePrefix } from '@herald/testkit';
 import { brokerSpec } from '../src/config.js';
@@ -23,6 +24,23 @@ export async function startTestBroker(backend: Backend, extra: Record<string, st
   // Last, so a test can pick its own key prefix (to measure what the broker stored).
   Object.assign(environment, extra);
   return startBroker(parseEnv(brokerSpec, environment), { fastify: { logger: false } });
+}
+
+/** A broker started before a suite's tests and closed after them, with a client for it. */
+export interface BrokerSuite {
+  readonly broker: Broker;
+  readonly api: BrokerClient;
+}
+
+/** Registers the suite's `before`/`after`: call it inside `describe`, read the fields in tests. */
+export function brokerSuite(backend: Backend, extra: Record<string, string> = {}): BrokerSuite {
+  const suite = {} as { broker: Broker; api: BrokerClient };
+  before(async () => {
+    suite.broker = await startTestBroker(backend, extra);
+    suite.api = client(suite.broker.url);
+  });
+  after(() => suite.broker.close());
+  return suite;
 }
 
 export interface Reply<T = unknown> {
@@ -75,6 +93,8 @@ export function client(base: string, token?: string) {
       call('POST', '/api/v1/configure', { queue, options }),
   };
 }
+
+export type BrokerClient = ReturnType<typeof client>;
 
 let counter = 0;
 export function queueName(label = 'q'): string {

@@ -3,10 +3,9 @@
  * BROKER_METRICS_MAX_QUEUES they share `queue="__other__"`, and a deleted queue's series go.
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { after, describe, test } from 'node:test';
 import { stopTestRedis } from '@herald/testkit';
-import type { Broker } from '../src/index.js';
-import { BACKENDS, client, queueName, startTestBroker } from './helpers.js';
+import { BACKENDS, brokerSuite, queueName } from './helpers.js';
 
 after(() => stopTestRedis());
 
@@ -35,22 +34,16 @@ async function queueSeries(url: string): Promise<Map<string, string[]>> {
 
 for (const backend of BACKENDS) {
   describe(`broker metric cardinality (${backend})`, () => {
-    let broker: Broker;
-    let api: ReturnType<typeof client>;
-    before(async () => {
-      broker = await startTestBroker(backend, { BROKER_METRICS_MAX_QUEUES: String(CAP) });
-      api = client(broker.url);
-    });
-    after(() => broker.close());
+    const suite = brokerSuite(backend, { BROKER_METRICS_MAX_QUEUES: String(CAP) });
 
     test(`pushing to cap+${EXTRA} new queues keeps at most cap+1 series per metric; a deleted queue's series go`, async () => {
       const queues = Array.from({ length: CAP + EXTRA }, () => queueName('card'));
-      assert.equal((await api.push(queues.map((queue) => ({ queue, payload: 1 })))).status, 201);
+      assert.equal((await suite.api.push(queues.map((queue) => ({ queue, payload: 1 })))).status, 201);
       for (const queue of queues) {
-        const popped = await api.pop(queue);
+        const popped = await suite.api.pop(queue);
         assert.equal(popped.status, 200);
         const [message] = popped.body.messages;
-        const acked = await api.ack({
+        const acked = await suite.api.ack({
           transactionId: message.transactionId,
           partitionId: message.partitionId,
           leaseId: message.leaseId,
@@ -58,10 +51,10 @@ for (const backend of BACKENDS) {
         assert.equal(acked.status, 200);
       }
       // One more message each, left pending, so every queue has a non-zero gauge.
-      assert.equal((await api.push(queues.map((queue) => ({ queue, payload: 2 })))).status, 201);
-      assert.equal((await api.call('POST', '/api/v1/stats/refresh')).status, 200);
+      assert.equal((await suite.api.push(queues.map((queue) => ({ queue, payload: 2 })))).status, 201);
+      assert.equal((await suite.api.call('POST', '/api/v1/stats/refresh')).status, 200);
 
-      const before = await queueSeries(broker.url);
+      const before = await queueSeries(suite.broker.url);
       for (const [metric, labels] of before) {
         const distinct = new Set(labels);
         assert.ok(distinct.size <= CAP + 1, `${metric}: ${distinct.size} queue labels`);
@@ -73,17 +66,17 @@ for (const backend of BACKENDS) {
 
       const victim = labelled[0] as string;
       assert.equal(
-        (await api.call('DELETE', `/api/v1/resources/queues/${encodeURIComponent(victim)}`)).status,
+        (await suite.api.call('DELETE', `/api/v1/resources/queues/${encodeURIComponent(victim)}`)).status,
         200,
       );
-      const afterDelete = await queueSeries(broker.url);
+      const afterDelete = await queueSeries(suite.broker.url);
       for (const [metric, labels] of afterDelete) {
         assert.ok(!labels.includes(victim), `${metric} still has the deleted queue`);
       }
       // The freed slot goes to another queue; the bound still holds.
-      assert.equal((await api.push([{ queue: queueName('card'), payload: 1 }])).status, 201);
-      assert.equal((await api.call('POST', '/api/v1/stats/refresh')).status, 200);
-      for (const [metric, labels] of await queueSeries(broker.url)) {
+      assert.equal((await suite.api.push([{ queue: queueName('card'), payload: 1 }])).status, 201);
+      assert.equal((await suite.api.call('POST', '/api/v1/stats/refresh')).status, 200);
+      for (const [metric, labels] of await queueSeries(suite.broker.url)) {
         assert.ok(new Set(labels).size <= CAP + 1, `${metric}: ${new Set(labels).size} queue labels`);
       }
     });

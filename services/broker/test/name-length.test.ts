@@ -4,11 +4,10 @@
  * answered 414 to a pop by path of a 101-character name). Over the limit: a clear 4xx.
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { after, describe, test } from 'node:test';
 import { stopTestRedis } from '@herald/testkit';
-import type { Broker } from '../src/index.js';
 import { LIMITS } from '../src/validation.js';
-import { BACKENDS, client, startTestBroker } from './helpers.js';
+import { BACKENDS, brokerSuite } from './helpers.js';
 
 after(() => stopTestRedis());
 
@@ -22,13 +21,7 @@ function nameOf(length: number, unit: string, tag: string): string {
 
 for (const backend of BACKENDS) {
   describe(`names up to ${LIMITS.maxNameLength} characters by path (${backend})`, () => {
-    let broker: Broker;
-    let api: ReturnType<typeof client>;
-    before(async () => {
-      broker = await startTestBroker(backend);
-      api = client(broker.url);
-    });
-    after(() => broker.close());
+    const suite = brokerSuite(backend);
 
     // [length, unit]: ASCII, then the longest percent-encodings (a 3-byte BMP character is 9
     // characters a unit; an astral character 12 characters for its 2 units).
@@ -45,18 +38,18 @@ for (const backend of BACKENDS) {
         const partition = nameOf(length, unit, `p${length}`);
         assert.equal(queue.length, length);
         assert.equal(partition.length, length);
-        const pushed = await api.push([
+        const pushed = await suite.api.push([
           { queue, payload: { n: 1 } },
           { queue, partition, payload: { n: 2 } },
         ]);
         assert.equal(pushed.status, 201, JSON.stringify(pushed.body));
-        const byPartition = await api.popPartition(queue, partition);
+        const byPartition = await suite.api.popPartition(queue, partition);
         assert.equal(byPartition.status, 200, JSON.stringify(byPartition.body));
         assert.deepEqual(
           byPartition.body.messages.map((message: { data: unknown }) => message.data),
           [{ n: 2 }],
         );
-        const byQueue = await api.pop(queue);
+        const byQueue = await suite.api.pop(queue);
         assert.equal(byQueue.status, 200, JSON.stringify(byQueue.body));
         assert.deepEqual(
           byQueue.body.messages.map((message: { data: unknown }) => message.data),
@@ -67,7 +60,7 @@ for (const backend of BACKENDS) {
 
     test('a name over the limit is a 4xx with a JSON error, never a 5xx', async () => {
       for (const queue of [nameOf(513, 'q', 'long'), nameOf(513, '€', 'longe'), 'q'.repeat(5000)]) {
-        const reply = await api.pop(queue);
+        const reply = await suite.api.pop(queue);
         assert.ok(reply.status >= 400 && reply.status < 500, `${queue.length}: ${reply.status}`);
         assert.equal(typeof (reply.body as { error?: unknown }).error, 'string');
       }

@@ -4,11 +4,10 @@
  * client read them (issue #10). docs/broker.md, "Queen compatibility" and "Differences from Queen".
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { after, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { stopTestRedis } from '@herald/testkit';
-import type { Broker } from '../src/index.js';
-import { BACKENDS, client, queueName, startTestBroker } from './helpers.js';
+import { BACKENDS, brokerSuite, queueName } from './helpers.js';
 
 after(() => stopTestRedis());
 
@@ -17,13 +16,7 @@ const PAST_ONE_SECOND = 1100;
 
 for (const backend of BACKENDS) {
   describe(`Queen's answer shapes (${backend})`, () => {
-    let broker: Broker;
-    let api: ReturnType<typeof client>;
-    before(async () => {
-      broker = await startTestBroker(backend);
-      api = client(broker.url);
-    });
-    after(() => broker.close());
+    const suite = brokerSuite(backend);
 
     const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
     const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
@@ -37,26 +30,26 @@ for (const backend of BACKENDS) {
     async function scenario() {
       const queue = queueName('shapes.task');
       const readers = `readers-${queue.split('.').at(-1)}`;
-      await api.configure(queue, { leaseTime: 60, retryLimit: 0, priority: 4, maxSize: 100 });
-      const pushed = await api.push([
+      await suite.api.configure(queue, { leaseTime: 60, retryLimit: 0, priority: 4, maxSize: 100 });
+      const pushed = await suite.api.push([
         { queue, partition: 'p1', payload: 1, transactionId: 'a' },
         { queue, partition: 'p1', payload: 2, transactionId: 'b' },
         { queue, partition: 'p1', payload: 3, transactionId: 'c' },
         { queue, partition: 'p2', payload: 4, transactionId: 'd' },
       ]);
       const p1 = pushed.body[0].partition_id;
-      const first = await api.popPartition(queue, 'p1', `consumerGroup=${readers}&batch=2`);
+      const first = await suite.api.popPartition(queue, 'p1', `consumerGroup=${readers}&batch=2`);
       const [ok, failed] = first.body.messages;
-      await api.ack({ ...ok, consumerGroup: readers, status: 'completed' });
-      await api.ack({ ...failed, consumerGroup: readers, status: 'dlq', error: 'bad' });
-      assert.equal((await api.popPartition(queue, 'p2', `consumerGroup=${readers}`)).status, 200);
-      assert.equal((await api.call('POST', '/api/v1/stats/refresh')).status, 200);
+      await suite.api.ack({ ...ok, consumerGroup: readers, status: 'completed' });
+      await suite.api.ack({ ...failed, consumerGroup: readers, status: 'dlq', error: 'bad' });
+      assert.equal((await suite.api.popPartition(queue, 'p2', `consumerGroup=${readers}`)).status, 200);
+      assert.equal((await suite.api.call('POST', '/api/v1/stats/refresh')).status, 200);
       return { queue, p1, readers };
     }
 
     test("resources: queues, one queue, namespaces, tasks and overview in Queen's shapes", async () => {
       const { queue, p1 } = await scenario();
-      const list = await api.call('GET', '/api/v1/resources/queues');
+      const list = await suite.api.call('GET', '/api/v1/resources/queues');
       assert.deepEqual(Object.keys(list.body), ['queues']);
       const entry = list.body.queues.find((q: any) => q.name === queue);
       assert.match(entry.id, UUID);
@@ -75,7 +68,7 @@ for (const backend of BACKENDS) {
         },
       );
 
-      const one = await api.call('GET', path('/api/v1/resources/queues/$q', queue));
+      const one = await suite.api.call('GET', path('/api/v1/resources/queues/$q', queue));
       assert.equal(one.status, 200);
       assert.equal(one.body.id, entry.id);
       assert.deepEqual(Object.keys(one.body), [
@@ -118,20 +111,20 @@ for (const backend of BACKENDS) {
         failed: 0,
         deadLetter: 1,
       });
-      const missing = await api.call('GET', '/api/v1/resources/queues/no-such-queue');
+      const missing = await suite.api.call('GET', '/api/v1/resources/queues/no-such-queue');
       assert.equal(missing.status, 404);
       assert.match(missing.body.error, /not found/);
 
-      const namespaces = await api.call('GET', '/api/v1/resources/namespaces');
+      const namespaces = await suite.api.call('GET', '/api/v1/resources/namespaces');
       const shapes = namespaces.body.namespaces.find((n: any) => n.namespace === 'shapes');
       assert.deepEqual(Object.keys(shapes), ['namespace', 'queues', 'partitions', 'messages']);
       assert.ok(shapes.queues >= 1 && shapes.partitions >= 2);
       assert.deepEqual(Object.keys(shapes.messages), ['total', 'pending']);
-      const tasks = await api.call('GET', '/api/v1/resources/tasks');
+      const tasks = await suite.api.call('GET', '/api/v1/resources/tasks');
       const task = tasks.body.tasks.find((t: any) => t.task === 'task');
       assert.deepEqual(Object.keys(task), ['task', 'queues', 'partitions', 'messages']);
 
-      const overview = (await api.call('GET', '/api/v1/resources/overview')).body;
+      const overview = (await suite.api.call('GET', '/api/v1/resources/overview')).body;
       assert.deepEqual(Object.keys(overview), [
         'queues',
         'partitions',
@@ -163,7 +156,7 @@ for (const backend of BACKENDS) {
 
     test("status: system status, queue list, queue detail and analytics in Queen's shapes", async () => {
       const { queue, p1 } = await scenario();
-      const status = (await api.call('GET', `/api/v1/status?queue=${encodeURIComponent(queue)}`)).body;
+      const status = (await suite.api.call('GET', `/api/v1/status?queue=${encodeURIComponent(queue)}`)).body;
       for (const key of [
         'timeRange',
         'bucketMinutes',
@@ -215,16 +208,16 @@ for (const backend of BACKENDS) {
         'topErrors',
       ]);
       assert.equal(typeof status.parkedLongPolls, 'number');
-      assert.equal((await api.call('GET', '/api/v1/status?from=yesterday')).status, 400);
+      assert.equal((await suite.api.call('GET', '/api/v1/status?from=yesterday')).status, 400);
 
-      const list = (await api.call('GET', '/api/v1/status/queues?namespace=shapes&limit=500')).body;
+      const list = (await suite.api.call('GET', '/api/v1/status/queues?namespace=shapes&limit=500')).body;
       assert.deepEqual(list.pagination, { limit: 500, offset: 0 });
       const summary = list.queues.find((q: any) => q.name === queue);
       assert.deepEqual(summary.messages, { total: 4, pending: 2, processing: 1 });
       assert.ok(list.queues.every((q: any) => q.namespace === 'shapes'));
-      assert.equal((await api.call('GET', '/api/v1/status/queues?limit=0')).status, 400);
+      assert.equal((await suite.api.call('GET', '/api/v1/status/queues?limit=0')).status, 400);
 
-      const detail = await api.call('GET', path('/api/v1/status/queues/$q', queue));
+      const detail = await suite.api.call('GET', path('/api/v1/status/queues/$q', queue));
       assert.equal(detail.status, 200);
       assert.deepEqual(Object.keys(detail.body), ['queue', 'partitions', 'totals']);
       assert.deepEqual(
@@ -253,22 +246,22 @@ for (const backend of BACKENDS) {
       assert.equal(first.lastActivity, null);
       const counts = { total: 4, pending: 2, processing: 1, completed: 2, failed: 0, deadLetter: 1 };
       assert.deepEqual(detail.body.totals, { messages: counts, ...counts });
-      assert.equal((await api.call('GET', '/api/v1/status/queues/no-such-queue')).status, 404);
+      assert.equal((await suite.api.call('GET', '/api/v1/status/queues/no-such-queue')).status, 404);
 
       // Queen's maintenance file buffer: Herald has none (pushes in maintenance answer 503).
-      const buffers = await api.call('GET', '/api/v1/status/buffers');
+      const buffers = await suite.api.call('GET', '/api/v1/status/buffers');
       assert.equal(buffers.status, 200);
       assert.deepEqual(buffers.body, { pending: 0, failed: 0, dbHealthy: true, worker: 0 });
 
-      const analytics = (await api.call('GET', '/api/v1/status/analytics?interval=day')).body;
+      const analytics = (await suite.api.call('GET', '/api/v1/status/analytics?interval=day')).body;
       assert.deepEqual(Object.keys(analytics), ['dataPoints', 'interval', 'from', 'to']);
       assert.equal(analytics.interval, 'day');
-      assert.equal((await api.call('GET', '/api/v1/status/analytics?interval=week')).status, 400);
+      assert.equal((await suite.api.call('GET', '/api/v1/status/analytics?interval=week')).status, 400);
     });
 
     test("consumer groups: the list, one group, lagging partitions, subscription and seek in Queen's shapes", async () => {
       const { queue, p1, readers } = await scenario();
-      const list = await api.call('GET', '/api/v1/consumer-groups');
+      const list = await suite.api.call('GET', '/api/v1/consumer-groups');
       assert.ok(Array.isArray(list.body));
       const entry = list.body.find((g: any) => g.name === readers && g.queueName === queue);
       assert.ok(entry.maxTimeLag >= 0);
@@ -289,7 +282,7 @@ for (const backend of BACKENDS) {
         },
       );
 
-      const detail = await api.call('GET', `/api/v1/consumer-groups/${readers}`);
+      const detail = await suite.api.call('GET', `/api/v1/consumer-groups/${readers}`);
       assert.equal(detail.status, 200);
       const partitions = detail.body[queue].partitions;
       assert.deepEqual(
@@ -315,15 +308,15 @@ for (const backend of BACKENDS) {
           },
         ],
       );
-      const nobody = await api.call('GET', '/api/v1/consumer-groups/nobody-reads');
+      const nobody = await suite.api.call('GET', '/api/v1/consumer-groups/nobody-reads');
       assert.equal(nobody.status, 200);
       assert.deepEqual(nobody.body, {});
 
-      const lagging = await api.call('GET', '/api/v1/consumer-groups/lagging?minLagSeconds=-1');
+      const lagging = await suite.api.call('GET', '/api/v1/consumer-groups/lagging?minLagSeconds=-1');
       assert.equal(lagging.status, 400);
       // Queen lists a partition once its oldest unresolved message is more than minLagSeconds old.
       await sleep(PAST_ONE_SECOND);
-      const all = await api.call('GET', '/api/v1/consumer-groups/lagging?minLagSeconds=0');
+      const all = await suite.api.call('GET', '/api/v1/consumer-groups/lagging?minLagSeconds=0');
       assert.deepEqual(
         all.body
           .filter((r: any) => r.queue_name === queue)
@@ -332,7 +325,7 @@ for (const backend of BACKENDS) {
         ['p1', 'p2'],
       );
       // Default threshold: one hour; nothing here is that old.
-      const hour = await api.call('GET', '/api/v1/consumer-groups/lagging');
+      const hour = await suite.api.call('GET', '/api/v1/consumer-groups/lagging');
       assert.ok(!hour.body.some((row: any) => row.queue_name === queue));
       for (const row of all.body.filter((r: any) => r.queue_name === queue)) {
         assert.deepEqual(Object.keys(row), [
@@ -353,7 +346,7 @@ for (const backend of BACKENDS) {
       }
 
       const at = '2020-01-01T00:00:00.000Z';
-      const subscribed = await api.call('POST', `/api/v1/consumer-groups/${readers}/subscription`, {
+      const subscribed = await suite.api.call('POST', `/api/v1/consumer-groups/${readers}/subscription`, {
         subscriptionTimestamp: at,
       });
       assert.equal(subscribed.status, 200);
@@ -364,13 +357,17 @@ for (const backend of BACKENDS) {
         rowsUpdated: 1,
       });
       assert.equal(
-        (await api.call('POST', `/api/v1/consumer-groups/${readers}/subscription`, {})).status,
+        (await suite.api.call('POST', `/api/v1/consumer-groups/${readers}/subscription`, {})).status,
         400,
       );
 
-      const seek = await api.call('POST', path(`/api/v1/consumer-groups/${readers}/queues/$q/seek`, queue), {
-        toEnd: true,
-      });
+      const seek = await suite.api.call(
+        'POST',
+        path(`/api/v1/consumer-groups/${readers}/queues/$q/seek`, queue),
+        {
+          toEnd: true,
+        },
+      );
       assert.deepEqual(seek.body, {
         success: true,
         consumerGroup: readers,
@@ -379,9 +376,13 @@ for (const backend of BACKENDS) {
         targetTimestamp: null,
         partitionsUpdated: 2,
       });
-      const noQueue = await api.call('POST', `/api/v1/consumer-groups/${readers}/queues/no-such-queue/seek`, {
-        timestamp: at,
-      });
+      const noQueue = await suite.api.call(
+        'POST',
+        `/api/v1/consumer-groups/${readers}/queues/no-such-queue/seek`,
+        {
+          timestamp: at,
+        },
+      );
       assert.equal(noQueue.status, 200);
       assert.deepEqual(noQueue.body, {
         success: true,
@@ -392,7 +393,7 @@ for (const backend of BACKENDS) {
         partitionsUpdated: 0,
       });
       // Queen's dashboard sends no body: to the end.
-      const partitionSeek = await api.call(
+      const partitionSeek = await suite.api.call(
         'POST',
         path(`/api/v1/consumer-groups/${readers}/queues/$q/partitions/p1/seek`, queue),
       );
@@ -409,13 +410,13 @@ for (const backend of BACKENDS) {
 
     test('every DELETE answers 200 with what it found, like Queen, also for what does not exist', async () => {
       const queue = queueName('del');
-      const pushed = await api.push([{ queue, payload: 1, transactionId: 't1' }]);
+      const pushed = await suite.api.push([{ queue, payload: 1, transactionId: 't1' }]);
       const partitionId = pushed.body[0].partition_id;
-      await api.pop(queue, 'consumerGroup=g1&autoAck=true');
+      await suite.api.pop(queue, 'consumerGroup=g1&autoAck=true');
       const at = (template: string) => path(template, queue);
 
       // queen.delete_message_v1
-      const message = await api.call('DELETE', `/api/v1/messages/${partitionId}/t1`);
+      const message = await suite.api.call('DELETE', `/api/v1/messages/${partitionId}/t1`);
       assert.equal(message.status, 200);
       assert.deepEqual(message.body, {
         success: true,
@@ -423,7 +424,7 @@ for (const backend of BACKENDS) {
         transactionId: 't1',
         message: 'Message deleted successfully',
       });
-      const noMessage = await api.call('DELETE', `/api/v1/messages/${partitionId}/t1`);
+      const noMessage = await suite.api.call('DELETE', `/api/v1/messages/${partitionId}/t1`);
       assert.equal(noMessage.status, 200);
       assert.deepEqual(noMessage.body, {
         success: false,
@@ -433,7 +434,7 @@ for (const backend of BACKENDS) {
       });
 
       // queen.delete_consumer_group_for_queue_v1
-      const groupOfQueue = await api.call('DELETE', at('/api/v1/consumer-groups/g1/queues/$q'));
+      const groupOfQueue = await suite.api.call('DELETE', at('/api/v1/consumer-groups/g1/queues/$q'));
       assert.equal(groupOfQueue.status, 200);
       assert.deepEqual(groupOfQueue.body, {
         success: true,
@@ -442,7 +443,10 @@ for (const backend of BACKENDS) {
         deletedPartitions: 1,
         metadataDeleted: true,
       });
-      const again = await api.call('DELETE', at('/api/v1/consumer-groups/g1/queues/$q?deleteMetadata=false'));
+      const again = await suite.api.call(
+        'DELETE',
+        at('/api/v1/consumer-groups/g1/queues/$q?deleteMetadata=false'),
+      );
       assert.equal(again.status, 200);
       assert.deepEqual(again.body, {
         success: true,
@@ -454,8 +458,8 @@ for (const backend of BACKENDS) {
       });
 
       // queen.delete_consumer_group_v1
-      await api.pop(queue, 'consumerGroup=g2&autoAck=true');
-      const group = await api.call('DELETE', '/api/v1/consumer-groups/g2');
+      await suite.api.pop(queue, 'consumerGroup=g2&autoAck=true');
+      const group = await suite.api.call('DELETE', '/api/v1/consumer-groups/g2');
       assert.equal(group.status, 200);
       assert.deepEqual(group.body, {
         success: true,
@@ -463,7 +467,7 @@ for (const backend of BACKENDS) {
         deletedPartitions: 1,
         metadataDeleted: true,
       });
-      const noGroup = await api.call('DELETE', '/api/v1/consumer-groups/never-existed');
+      const noGroup = await suite.api.call('DELETE', '/api/v1/consumer-groups/never-existed');
       assert.equal(noGroup.status, 200);
       assert.deepEqual(noGroup.body, {
         success: true,
@@ -473,10 +477,10 @@ for (const backend of BACKENDS) {
       });
 
       // queen.delete_queue_v1
-      const deleted = await api.call('DELETE', at('/api/v1/resources/queues/$q'));
+      const deleted = await suite.api.call('DELETE', at('/api/v1/resources/queues/$q'));
       assert.equal(deleted.status, 200);
       assert.deepEqual(deleted.body, { deleted: true, queue, existed: true });
-      const gone = await api.call('DELETE', at('/api/v1/resources/queues/$q'));
+      const gone = await suite.api.call('DELETE', at('/api/v1/resources/queues/$q'));
       assert.equal(gone.status, 200);
       assert.deepEqual(gone.body, { deleted: true, queue, existed: false });
     });

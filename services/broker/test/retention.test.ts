@@ -8,7 +8,7 @@ import { after, before, describe, test } from 'node:test';
 import { stopTestRedis, testRedisUrl, uniquePrefix } from '@herald/testkit';
 import { Redis } from 'ioredis';
 import type { Broker } from '../src/index.js';
-import { BACKENDS, client, queueName, startTestBroker } from './helpers.js';
+import { BACKENDS, brokerSuite, client, queueName, startTestBroker } from './helpers.js';
 
 after(() => stopTestRedis());
 
@@ -18,131 +18,134 @@ const PAST_ONE_SECOND = 1300;
 
 for (const backend of BACKENDS) {
   describe(`broker retention and maxSize (${backend})`, () => {
-    let broker: Broker;
-    let api: ReturnType<typeof client>;
-    before(async () => {
-      broker = await startTestBroker(backend);
-      api = client(broker.url);
-    });
-    after(() => broker.close());
+    const suite = brokerSuite(backend);
 
     const pushMany = (queue: string, count: number, label = 'm') =>
-      api.push(
+      suite.api.push(
         Array.from({ length: count }, (_, i) => ({ queue, payload: i, transactionId: `${label}${i}` })),
       );
     const messageStatus = async (partitionId: string, transactionId: string) =>
-      (await api.call('GET', `/api/v1/messages/${partitionId}/${transactionId}`)).status;
+      (await suite.api.call('GET', `/api/v1/messages/${partitionId}/${transactionId}`)).status;
 
     test('maxSize counts only unresolved messages: once consumed, pushes are admitted again', async () => {
       const queue = queueName('maxsize');
-      await api.configure(queue, { maxSize: 5 });
+      await suite.api.configure(queue, { maxSize: 5 });
       assert.equal((await pushMany(queue, 5)).status, 201);
-      assert.equal((await api.push([{ queue, payload: 'over' }])).status, 429);
-      const popped = await api.pop(queue, 'batch=5&autoAck=true');
+      assert.equal((await suite.api.push([{ queue, payload: 'over' }])).status, 429);
+      const popped = await suite.api.pop(queue, 'batch=5&autoAck=true');
       assert.equal(popped.body.messages.length, 5);
       // The five are resolved (and retained: retention is off by default) and no longer count.
       assert.equal((await pushMany(queue, 5, 'again')).status, 201);
-      assert.equal((await api.push([{ queue, payload: 'over' }])).status, 429);
+      assert.equal((await suite.api.push([{ queue, payload: 'over' }])).status, 429);
     });
 
     test('maxSize with consumer groups counts the backlog of the slowest group', async () => {
       const queue = queueName('maxsize-groups');
-      await api.configure(queue, { maxSize: 4 });
+      await suite.api.configure(queue, { maxSize: 4 });
       // Both groups exist before the pushes (subscriptionMode all: they read everything).
-      assert.equal((await api.pop(queue, 'consumerGroup=fast')).status, 204);
-      assert.equal((await api.pop(queue, 'consumerGroup=slow')).status, 204);
+      assert.equal((await suite.api.pop(queue, 'consumerGroup=fast')).status, 204);
+      assert.equal((await suite.api.pop(queue, 'consumerGroup=slow')).status, 204);
       assert.equal((await pushMany(queue, 4)).status, 201);
-      assert.equal((await api.pop(queue, 'consumerGroup=fast&batch=4&autoAck=true')).body.messages.length, 4);
-      assert.equal((await api.push([{ queue, payload: 'over' }])).status, 429, 'slow still has 4');
-      assert.equal((await api.pop(queue, 'consumerGroup=slow&batch=2&autoAck=true')).body.messages.length, 2);
+      assert.equal(
+        (await suite.api.pop(queue, 'consumerGroup=fast&batch=4&autoAck=true')).body.messages.length,
+        4,
+      );
+      assert.equal((await suite.api.push([{ queue, payload: 'over' }])).status, 429, 'slow still has 4');
+      assert.equal(
+        (await suite.api.pop(queue, 'consumerGroup=slow&batch=2&autoAck=true')).body.messages.length,
+        2,
+      );
       assert.equal((await pushMany(queue, 2, 'more')).status, 201);
-      assert.equal((await api.push([{ queue, payload: 'over' }])).status, 429);
+      assert.equal((await suite.api.push([{ queue, payload: 'over' }])).status, 429);
     });
 
     test('retention off (the default): a group created later with subscriptionMode=all reads every message', async () => {
       // Issue 10's reproduction: what Queen's client create() sends by default.
       const queue = queueName('later-group');
-      await api.configure(queue, {
+      await suite.api.configure(queue, {
         retentionEnabled: false,
         completedRetentionSeconds: 0,
         retentionSeconds: 0,
       });
       await pushMany(queue, 10);
-      const first = await api.pop(queue, 'consumerGroup=A&batch=10&autoAck=true');
+      const first = await suite.api.pop(queue, 'consumerGroup=A&batch=10&autoAck=true');
       assert.equal(first.body.messages.length, 10);
-      await broker.storage.applyRetention();
-      const later = await api.pop(queue, 'consumerGroup=B&subscriptionMode=all&batch=10&autoAck=true');
+      await suite.broker.storage.applyRetention();
+      const later = await suite.api.pop(queue, 'consumerGroup=B&subscriptionMode=all&batch=10&autoAck=true');
       assert.equal(later.status, 200);
       assert.equal(later.body.messages.length, 10);
       // A seek backwards of A replays them too.
-      const seek = await api.call(
+      const seek = await suite.api.call(
         'POST',
         `/api/v1/consumer-groups/A/queues/${encodeURIComponent(queue)}/seek`,
         { timestamp: 0 },
       );
       assert.equal(seek.status, 200);
-      assert.equal((await api.pop(queue, 'consumerGroup=A&batch=10')).body.messages.length, 10);
+      assert.equal((await suite.api.pop(queue, 'consumerGroup=A&batch=10')).body.messages.length, 10);
     });
 
     test('retention options apply only with retentionEnabled=true', async () => {
       const queue = queueName('not-enabled');
-      await api.configure(queue, { retentionSeconds: 1, completedRetentionSeconds: 1 });
+      await suite.api.configure(queue, { retentionSeconds: 1, completedRetentionSeconds: 1 });
       const pushed = await pushMany(queue, 2);
-      await api.pop(queue, 'batch=1&autoAck=true');
+      await suite.api.pop(queue, 'batch=1&autoAck=true');
       await sleep(PAST_ONE_SECOND);
-      await broker.storage.applyRetention();
+      await suite.broker.storage.applyRetention();
       const partitionId = pushed.body[0].partition_id;
       assert.equal(await messageStatus(partitionId, 'm0'), 200, 'completed message kept');
       assert.equal(await messageStatus(partitionId, 'm1'), 200, 'pending message kept');
       // Enabled, with completedRetentionSeconds 0: completed messages are kept (Queen: both
       // retentionEnabled and a window above 0 are required).
       const zero = queueName('enabled-zero');
-      await api.configure(zero, { retentionEnabled: true, completedRetentionSeconds: 0 });
+      await suite.api.configure(zero, { retentionEnabled: true, completedRetentionSeconds: 0 });
       const zeroPushed = await pushMany(zero, 1);
-      await api.pop(zero, 'autoAck=true');
-      await broker.storage.applyRetention();
+      await suite.api.pop(zero, 'autoAck=true');
+      await suite.broker.storage.applyRetention();
       assert.equal(await messageStatus(zeroPushed.body[0].partition_id, 'm0'), 200);
     });
 
     test('completedRetentionSeconds deletes messages every group resolved once older than the window', async () => {
       const queue = queueName('completed');
-      await api.configure(queue, { retentionEnabled: true, completedRetentionSeconds: 1 });
+      await suite.api.configure(queue, { retentionEnabled: true, completedRetentionSeconds: 1 });
       const pushed = await pushMany(queue, 3);
       const partitionId = pushed.body[0].partition_id;
-      await api.pop(queue, 'batch=2&autoAck=true');
+      await suite.api.pop(queue, 'batch=2&autoAck=true');
       await sleep(PAST_ONE_SECOND);
-      assert.equal(await broker.storage.applyRetention(), 2);
+      assert.equal(await suite.broker.storage.applyRetention(), 2);
       assert.equal(await messageStatus(partitionId, 'm0'), 404);
       assert.equal(await messageStatus(partitionId, 'm1'), 404);
       assert.equal(await messageStatus(partitionId, 'm2'), 200, 'never consumed: kept');
       // Dedup lasts as long as the message is retained: the id is free again.
-      assert.equal((await api.push([{ queue, payload: 'x', transactionId: 'm0' }])).body[0].status, 'queued');
+      assert.equal(
+        (await suite.api.push([{ queue, payload: 'x', transactionId: 'm0' }])).body[0].status,
+        'queued',
+      );
     });
 
     test('retentionSeconds deletes messages older than the window, consumed or not', async () => {
       const queue = queueName('expired');
-      await api.configure(queue, { retentionEnabled: true, retentionSeconds: 1 });
+      await suite.api.configure(queue, { retentionEnabled: true, retentionSeconds: 1 });
       await pushMany(queue, 3);
-      await api.pop(queue, 'batch=1&autoAck=true');
+      await suite.api.pop(queue, 'batch=1&autoAck=true');
       await sleep(PAST_ONE_SECOND);
-      assert.equal(await broker.storage.applyRetention(), 3);
-      assert.equal((await api.pop(queue, 'batch=10')).status, 204);
+      assert.equal(await suite.broker.storage.applyRetention(), 3);
+      assert.equal((await suite.api.pop(queue, 'batch=10')).status, 204);
     });
 
     test('stats count what is left to resolve: evicted messages leave pending and group lag', async () => {
       const queue = queueName('stats');
-      await api.configure(queue, { maxWaitTimeSeconds: 1 });
-      assert.equal((await api.pop(queue, 'consumerGroup=lagging')).status, 204);
+      await suite.api.configure(queue, { maxWaitTimeSeconds: 1 });
+      assert.equal((await suite.api.pop(queue, 'consumerGroup=lagging')).status, 204);
       await pushMany(queue, 3);
-      await api.pop(queue, 'consumerGroup=lagging&batch=1&autoAck=true');
+      await suite.api.pop(queue, 'consumerGroup=lagging&batch=1&autoAck=true');
       const ungrouped = queueName('stats-nogroup');
-      await api.configure(ungrouped, { maxWaitTimeSeconds: 1 });
+      await suite.api.configure(ungrouped, { maxWaitTimeSeconds: 1 });
       await pushMany(ungrouped, 2);
       // Queen's shapes: the queue detail's pending total, each group's totalLag in the group list.
       const statusOf = async (name: string) => {
-        assert.equal((await api.call('POST', '/api/v1/stats/refresh')).status, 200);
-        const detail = await api.call('GET', `/api/v1/status/queues/${encodeURIComponent(name)}`);
-        const groups = (await api.call('GET', '/api/v1/consumer-groups')).body.filter(
+        assert.equal((await suite.api.call('POST', '/api/v1/stats/refresh')).status, 200);
+        const detail = await suite.api.call('GET', `/api/v1/status/queues/${encodeURIComponent(name)}`);
+        const groups = (await suite.api.call('GET', '/api/v1/consumer-groups')).body.filter(
           (g: any) => g.queueName === name,
         );
         return { pending: detail.body.totals.pending, groups: groups.map((g: any) => [g.name, g.totalLag]) };
@@ -152,7 +155,7 @@ for (const backend of BACKENDS) {
       assert.deepEqual(before.groups, [['lagging', 2]]);
       assert.equal((await statusOf(ungrouped)).pending, 2);
       await sleep(PAST_ONE_SECOND);
-      assert.equal(await broker.storage.applyRetention(), 4);
+      assert.equal(await suite.broker.storage.applyRetention(), 4);
       const after = await statusOf(queue);
       assert.equal(after.pending, 0);
       assert.deepEqual(after.groups, [['lagging', 0]]);
@@ -161,16 +164,16 @@ for (const backend of BACKENDS) {
 
     test('maxWaitTimeSeconds evicts (deletes) messages still waiting, without retentionEnabled', async () => {
       const queue = queueName('evict');
-      await api.configure(queue, { maxWaitTimeSeconds: 1, maxSize: 3 });
+      await suite.api.configure(queue, { maxWaitTimeSeconds: 1, maxSize: 3 });
       const pushed = await pushMany(queue, 3);
       const partitionId = pushed.body[0].partition_id;
-      await api.pop(queue, 'batch=1&autoAck=true');
+      await suite.api.pop(queue, 'batch=1&autoAck=true');
       await sleep(PAST_ONE_SECOND);
-      assert.equal(await broker.storage.applyRetention(), 2, 'the two waiting messages');
+      assert.equal(await suite.broker.storage.applyRetention(), 2, 'the two waiting messages');
       assert.equal(await messageStatus(partitionId, 'm0'), 200, 'consumed: not waiting, kept');
       assert.equal(await messageStatus(partitionId, 'm1'), 404);
-      assert.equal((await api.pop(queue, 'batch=10')).status, 204);
-      const dead = await api.call('GET', `/api/v1/dlq?queue=${encodeURIComponent(queue)}`);
+      assert.equal((await suite.api.pop(queue, 'batch=10')).status, 204);
+      const dead = await suite.api.call('GET', `/api/v1/dlq?queue=${encodeURIComponent(queue)}`);
       assert.equal(dead.body.total, 0, 'evicted messages are deleted, not dead-lettered');
       // Evicted messages no longer count toward maxSize.
       assert.equal((await pushMany(queue, 3, 'new')).status, 201);

@@ -4,33 +4,26 @@
  * on both backends (docs/broker.md, "Streams").
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { after, describe, test } from 'node:test';
 import { stopTestRedis, waitFor } from '@herald/testkit';
-import type { Broker } from '../src/index.js';
 import { STREAMS_LIMITS } from '../src/streams/limits.js';
-import { BACKENDS, client, queueName, startTestBroker } from './helpers.js';
+import { BACKENDS, brokerSuite, client, queueName, startTestBroker } from './helpers.js';
 
 after(() => stopTestRedis());
 
 for (const backend of BACKENDS) {
   describe(`streams API (${backend})`, () => {
-    let broker: Broker;
-    let api: ReturnType<typeof client>;
-    before(async () => {
-      broker = await startTestBroker(backend);
-      api = client(broker.url);
-    });
-    after(() => broker.close());
+    const suite = brokerSuite(backend);
 
-    const register = (body: Record<string, unknown>) => api.call('POST', '/streams/v1/queries', body);
-    const cycle = (body: Record<string, unknown>) => api.call('POST', '/streams/v1/cycle', body);
-    const stateGet = (body: Record<string, unknown>) => api.call('POST', '/streams/v1/state/get', body);
+    const register = (body: Record<string, unknown>) => suite.api.call('POST', '/streams/v1/queries', body);
+    const cycle = (body: Record<string, unknown>) => suite.api.call('POST', '/streams/v1/cycle', body);
+    const stateGet = (body: Record<string, unknown>) => suite.api.call('POST', '/streams/v1/state/get', body);
 
     /** A registered query over a fresh source queue holding `count` messages, and their pop. */
     async function setup(count: number, options: Record<string, unknown> = {}) {
       const source = queueName('st-src');
       const sink = queueName('st-sink');
-      await api.configure(source, { leaseTime: 60, ...options });
+      await suite.api.configure(source, { leaseTime: 60, ...options });
       const registered = await register({
         name: queueName('st-query'),
         source_queue: source,
@@ -41,14 +34,17 @@ for (const backend of BACKENDS) {
       const group = `streams.${registered.body.name}`;
       let messages: any[] = [];
       if (count > 0) {
-        await api.push(
+        await suite.api.push(
           Array.from({ length: count }, (_, n) => ({
             queue: source,
             payload: { n },
             transactionId: `m${n}`,
           })),
         );
-        const popped = await api.pop(source, `batch=${count}&consumerGroup=${encodeURIComponent(group)}`);
+        const popped = await suite.api.pop(
+          source,
+          `batch=${count}&consumerGroup=${encodeURIComponent(group)}`,
+        );
         assert.equal(popped.status, 200);
         messages = popped.body.messages;
       }
@@ -110,7 +106,7 @@ for (const backend of BACKENDS) {
         { name: 'n', source_queue: 's', config_hash: 'h', reset: 'yes' },
         { name: 'n'.repeat(513), source_queue: 's', config_hash: 'h' },
       ]) {
-        const reply = await api.call('POST', '/streams/v1/queries', body);
+        const reply = await suite.api.call('POST', '/streams/v1/queries', body);
         assert.equal(reply.status, 400, JSON.stringify(body));
         assert.equal(typeof reply.body.error, 'string');
       }
@@ -143,8 +139,8 @@ for (const backend of BACKENDS) {
       assert.deepEqual(reply.body.ack_result, { success: true, count: 3, lease_released: true, dlq: false });
 
       // The whole batch is consumed by the group: nothing comes back.
-      assert.equal((await api.pop(source, `consumerGroup=${encodeURIComponent(group)}`)).status, 204);
-      const sunk = await api.popPartition(sink, 'p1');
+      assert.equal((await suite.api.pop(source, `consumerGroup=${encodeURIComponent(group)}`)).status, 204);
+      const sunk = await suite.api.popPartition(sink, 'p1');
       assert.equal(sunk.status, 200);
       assert.deepEqual(
         sunk.body.messages.map((m: any) => m.data),
@@ -195,7 +191,7 @@ for (const backend of BACKENDS) {
         ],
       );
       assert.equal(reply.body.push_results[3].message_id, reply.body.push_results[0].message_id);
-      const sunk = await api.popPartition(sink, 'x', 'batch=10');
+      const sunk = await suite.api.popPartition(sink, 'x', 'batch=10');
       assert.deepEqual(
         sunk.body.messages.map((m: any) => m.data),
         [1, 3],
@@ -253,14 +249,14 @@ for (const backend of BACKENDS) {
         assert.deepEqual(reply.body.push_results, []);
       }
       assert.deepEqual((await stateGet({ query_id: queryId, partition_id: partitionId })).body.rows, []);
-      assert.equal((await api.pop(sink)).status, 204, 'no sink message');
+      assert.equal((await suite.api.pop(sink)).status, 204, 'no sink message');
       // The lease still holds: the valid cycle goes through afterwards.
       const ok = await cycle({
         ...body,
         ack: { transactionId: messages[1].transactionId, leaseId: messages[1].leaseId, status: 'completed' },
       });
       assert.equal(ok.body.success, true, JSON.stringify(ok.body));
-      assert.equal((await api.pop(source, `consumerGroup=${encodeURIComponent(group)}`)).status, 204);
+      assert.equal((await suite.api.pop(source, `consumerGroup=${encodeURIComponent(group)}`)).status, 204);
     });
 
     test('a retried cycle (same body) applies once and answers the first result', async () => {
@@ -278,7 +274,7 @@ for (const backend of BACKENDS) {
       const second = await cycle(body);
       assert.equal(second.status, 200);
       assert.deepEqual(second.body, first.body);
-      const sunk = await api.pop(sink, 'batch=10');
+      const sunk = await suite.api.pop(sink, 'batch=10');
       assert.equal(sunk.body.messages.length, 1, 'one sink message');
     });
 
@@ -294,9 +290,9 @@ for (const backend of BACKENDS) {
       assert.equal(reply.body.success, true, JSON.stringify(reply.body));
       assert.equal(reply.body.ack_result.lease_released, false);
       const query = `batch=10&consumerGroup=${encodeURIComponent(group)}`;
-      assert.equal((await api.pop(source, query)).status, 204, 'still leased');
+      assert.equal((await suite.api.pop(source, query)).status, 204, 'still leased');
       const again = await waitFor(async () => {
-        const popped = await api.pop(source, query);
+        const popped = await suite.api.pop(source, query);
         return popped.status === 200 ? popped : undefined;
       });
       assert.deepEqual(
@@ -320,7 +316,7 @@ for (const backend of BACKENDS) {
       });
       assert.equal(reply.body.success, true, JSON.stringify(reply.body));
       assert.equal(reply.body.ack_result.dlq, true);
-      const dlq = await api.call('GET', `/api/v1/dlq?queue=${encodeURIComponent(source)}`);
+      const dlq = await suite.api.call('GET', `/api/v1/dlq?queue=${encodeURIComponent(source)}`);
       assert.equal(dlq.body.total, 1);
       assert.equal(dlq.body.messages[0].errorMessage, 'bad record');
     });
@@ -433,7 +429,7 @@ for (const backend of BACKENDS) {
           { type: 'upsert', key: 'b', value: { n: 2 } },
         ],
       });
-      const text = await (await fetch(`${broker.url}/metrics`)).text();
+      const text = await (await fetch(`${suite.broker.url}/metrics`)).text();
       const rows = text.match(
         new RegExp(`herald_broker_streams_state_rows\\{query="${name}"[^}]*\\} (\\d+)`),
       );
