@@ -70,6 +70,15 @@ class Canonical {
   }
 }
 
+/** DIFF_TRACE=1: every operation and both answers on stderr (to read a replayed sequence). */
+const TRACE = process.env.DIFF_TRACE === '1';
+
+function trace(index: number, operation: Operation, memory: unknown, redis: unknown): void {
+  const same = isDeepStrictEqual(memory, redis);
+  process.stderr.write(`#${index} ${JSON.stringify(operation)}\n  memory: ${JSON.stringify(memory)}\n`);
+  process.stderr.write(same ? '  redis:  (same)\n' : `  redis:  ${JSON.stringify(redis)}\n`);
+}
+
 async function closeAll(storages: BrokerStorage[]): Promise<void> {
   await Promise.all(storages.map((storage) => storage.close()));
 }
@@ -96,6 +105,7 @@ export async function runPair(
       if (operation.op === 'advance') await context.clock.advance(operation.ms);
       const memoryAnswer = memoryNames.apply(await memoryRunner.apply(operation));
       const redisAnswer = redisNames.apply(await redisRunner.apply(operation));
+      if (TRACE) trace(index, operation, memoryAnswer, redisAnswer);
       if (!isDeepStrictEqual(memoryAnswer, redisAnswer)) {
         return { index, operation, what: 'answer', memory: memoryAnswer, redis: redisAnswer };
       }
