@@ -11,6 +11,7 @@
 
 local base, g = ARGV[1], ARGV[2]
 local existed = redis.call('HDEL', base .. 'groups', g)
+redis.call('SREM', base .. 'unreg', g)
 for _, p in ipairs(redis.call('HKEYS', base .. 'parts')) do
   local lease = redis.call('HGET', ckey(base, p, g), 'lease')
   if lease then release_lease(base, p, g, lease) end

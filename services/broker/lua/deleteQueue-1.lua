@@ -9,7 +9,11 @@
 --@include broker
 
 local base = ARGV[1]
+-- Registered groups and those acks gave state without registering them.
 local groups = redis.call('HKEYS', base .. 'groups')
+for _, g in ipairs(redis.call('SMEMBERS', base .. 'unreg')) do
+  if redis.call('HEXISTS', base .. 'groups', g) == 0 then groups[#groups + 1] = g end
+end
 local parts = redis.call('HGETALL', base .. 'parts')
 local ids = {}
 for i = 1, #parts, 2 do
@@ -25,5 +29,5 @@ for i = 1, #parts, 2 do
 end
 for _, g in ipairs(groups) do redis.call('DEL', base .. 'ready:' .. g) end
 redis.call('DEL', base .. 'cfg', base .. 'parts', base .. 'pids', base .. 'groups', base .. 'leases',
-  base .. 'dlq', base .. 'trim', base .. 'stats')
+  base .. 'dlq', base .. 'trim', base .. 'stats', base .. 'unreg')
 return ids

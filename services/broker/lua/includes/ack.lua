@@ -182,7 +182,7 @@ local function ack_many(base, acks, cfg, now)
     st = {
       p = p, g = g, ck = ck,
       lease = v[1], exp = tonumber(v[2] or '0'), upto = v[3], n = tonumber(v[4] or '0'),
-      pos = v[5] or group_start(base, g),
+      pos = v[5] or group_start(base, g), pinned = v[5] ~= false,
       aset = base .. 'a:' .. p .. ':' .. g, rset = base .. 'r:' .. p .. ':' .. g,
       resolved = {}, inset = {}, fresh = 0, fresh_ids = {},
       answered = nil, rcount = 0, rnew = {}, rids = {},
@@ -222,6 +222,7 @@ local function ack_many(base, acks, cfg, now)
       out[i] = verdict
     else
       local had_lease = st.lease
+      st.applied = true
       local leased = st.lease and st.exp > now and st.upto and id_cmp(id, st.upto) <= 0
       local dlq = 0
       if a.status == 'completed' or a.status == 'success' then
@@ -282,6 +283,12 @@ local function ack_many(base, acks, cfg, now)
 
   for _, st in ipairs(order) do
     advance_state(base, st)
+    -- A partition's state is created at the group's start; keep that position, so a group
+    -- created later (an ack needs no registered group) does not move it (as in process).
+    if st.applied and not st.pinned then redis.call('HSETNX', st.ck, 'pos', st.pos) end
+    if st.applied and redis.call('HEXISTS', base .. 'groups', st.g) == 0 then
+      redis.call('SADD', base .. 'unreg', st.g)
+    end
     -- Resolved in this batch and not passed by pos: they join the a: set (and count once).
     local keep = {}
     for _, id in ipairs(st.fresh_ids) do

@@ -11,6 +11,8 @@
     cfg                 hash   queue options, namespace, task, createdAt
     parts / pids        hash   partition -> partitionId / partitionId -> partition
     groups              hash   group -> start position for partitions it has never read
+    unreg               set    groups that acks gave partition state without registering them
+                               (an ack needs no registered group): deletes clear their keys too
     ready:<g>           zset   partition -> earliest time (ms) group g may find work there
                                (now: deliverable; lease expiry; retry delay; delayed message)
     leases              zset   "<p>\n<g>" -> lease expiry (ms), for the lease sweep
@@ -193,6 +195,7 @@ local function create_group(base, g, start)
   -- The first group of a queue: every group is counted from its creation on (see ensure_backlog).
   if redis.call('HLEN', base .. 'groups') == 0 then redis.call('HSETNX', base .. 'stats', 'backlog', '1') end
   if redis.call('HSETNX', base .. 'groups', g, start) == 0 then return false end
+  redis.call('SREM', base .. 'unreg', g)
   -- A partition where acks without a lease already resolved messages for g (an ack needs no
   -- registered group) is counted from that state, not from the start (issue #11, differential test).
   local n = 0

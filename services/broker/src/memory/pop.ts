@@ -135,8 +135,9 @@ export function release(store: MemoryStore, result: PopResult, group: string): v
     const queue = store.queues.get(popped.queue);
     const partition = queue?.partitions.get(popped.partition);
     if (!queue || !partition) continue;
-    const consumer = consumerOf(queue, partition, group);
-    if (consumer.lease?.id !== popped.leaseId) continue;
+    // Only a lease still held: a release never creates state (the group may be deleted since).
+    const consumer = partition.consumers.get(group);
+    if (!consumer || consumer.lease?.id !== popped.leaseId) continue;
     releaseLease(queue, partition, group, consumer);
     reschedule(queue, partition, group, now);
   }
