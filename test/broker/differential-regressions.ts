@@ -596,4 +596,118 @@ export const REGRESSIONS: Regression[] = [
       { op: 'pop', queue: 0, partition: null, group: 0, batch: 2, maxPartitions: 3, subscription: 'all' },
     ],
   },
+  {
+    name: 'a message dead-lettered long after its creation is deleted at once by completed retention',
+    found: 'seed 215 of a sweep (seeds 125-324)',
+    operations: [
+      {
+        op: 'configure',
+        queue: 0,
+        options: {
+          retryLimit: 3,
+          delayedProcessing: 1,
+          maxSize: 10,
+          completedRetentionSeconds: 1,
+          retentionEnabled: true,
+          maxWaitTimeSeconds: 5,
+        },
+        named: false,
+      },
+      {
+        op: 'push',
+        items: [
+          { queue: 0, partition: 0, transaction: 4 },
+          { queue: 0, partition: 1, transaction: 4 },
+        ],
+      },
+      {
+        op: 'configure',
+        queue: 0,
+        options: {
+          retryDelay: 0,
+          delayedProcessing: 0,
+          windowBuffer: 0,
+          maxSize: 10,
+          retentionSeconds: 0,
+          deadLetterQueue: true,
+          encryptionEnabled: false,
+        },
+        named: false,
+      },
+      { op: 'advance', ms: 5000 },
+      { op: 'push', items: [{ queue: 0, partition: 0, transaction: 2 }] },
+      { op: 'pop', queue: 0, partition: null, group: 0, batch: 4, maxPartitions: 3, subscription: 'all' },
+      { op: 'retention' },
+      {
+        op: 'ack',
+        acks: [
+          { popped: 762, status: 'dlq', lease: 'own', group: 'own' },
+          { popped: 195, status: 'success', lease: 'own', group: 2 },
+        ],
+      },
+      { op: 'retention' },
+    ],
+  },
+  {
+    name: 'a push refused by two full queues names the first queue of the request',
+    found: 'seed 253 of a sweep (seeds 125-324)',
+    operations: [
+      {
+        op: 'configure',
+        queue: 0,
+        options: {
+          leaseTime: 5,
+          retryLimit: 2,
+          delayedProcessing: 0,
+          maxSize: 3,
+          dlqAfterMaxRetries: false,
+          priority: 2,
+          encryptionEnabled: false,
+          maxWaitTimeSeconds: 5,
+        },
+        named: false,
+      },
+      {
+        op: 'push',
+        items: [
+          { queue: 1, partition: 0, transaction: 0 },
+          { queue: 0, partition: 0, transaction: 1 },
+          { queue: 0, partition: 0, transaction: 1 },
+          { queue: 0, partition: 2, transaction: 5 },
+        ],
+      },
+      {
+        op: 'configure',
+        queue: 1,
+        options: {
+          leaseTime: 30,
+          retryDelay: 500,
+          windowBuffer: 0,
+          maxSize: 3,
+          retentionSeconds: 2,
+          completedRetentionSeconds: 0,
+          deadLetterQueue: true,
+          encryptionEnabled: false,
+        },
+        named: false,
+      },
+      {
+        op: 'push',
+        items: [
+          { queue: 0, partition: 1, transaction: 3 },
+          { queue: 1, partition: 0, transaction: 2 },
+          { queue: 0, partition: 1, transaction: 0 },
+        ],
+      },
+      {
+        op: 'push',
+        items: [
+          { queue: 1, partition: 2, transaction: 2 },
+          { queue: 0, partition: 0, transaction: 3 },
+          { queue: 1, partition: 1, transaction: 2 },
+          { queue: 0, partition: 1, transaction: 0 },
+        ],
+      },
+    ],
+  },
 ];

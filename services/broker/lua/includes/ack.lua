@@ -264,7 +264,9 @@ local function ack_many(base, acks, cfg, now)
         end
       end
       if released == 1 or not had_lease then st.reschedule = true end
-      trims[a.p] = true
+      -- The oldest message resolved in each partition: the earliest a trim can delete one.
+      local created = id_ms(id)
+      if not trims[a.p] or created < trims[a.p] then trims[a.p] = created end
       if a.lease ~= '' then
         local answer = ack_class(a.status) .. ':' .. dlq
         memos[a.lease][field] = answer
@@ -307,9 +309,9 @@ local function ack_many(base, acks, cfg, now)
     call_chunked('HSET', base .. 'la:' .. lease, w.fields)
     redis.call('PEXPIRE', base .. 'la:' .. lease, ANSWER_MEMORY_MS)
   end
-  local trim_at = completed_trim_at(cfg, now)
-  if trim_at then
-    for p in pairs(trims) do schedule_trim(base, p, trim_at) end
+  for p, created in pairs(trims) do
+    local trim_at = completed_trim_at(cfg, created)
+    if trim_at then schedule_trim(base, p, trim_at) end
   end
   return out
 end

@@ -70,12 +70,14 @@ local function expire_lease(base, p, g, cfg, now)
   local pos = position(base, p, g)
   local aset = base .. 'a:' .. p .. ':' .. g
   local rset = base .. 'r:' .. p .. ':' .. g
-  local dead_lettered = false
+  local dead_lettered = nil
   if st[2] then
     local entries = redis.call('XRANGE', base .. 's:' .. p, '(' .. pos, st[2])
     for _, e in ipairs(entries) do
       if redis.call('SISMEMBER', aset, e[1]) == 0 and redis.call('SISMEMBER', rset, e[1]) == 0 then
-        if fail_attempt(base, p, g, e[1], 'Lease expired', cfg, now) then dead_lettered = true end
+        if fail_attempt(base, p, g, e[1], 'Lease expired', cfg, now) and not dead_lettered then
+          dead_lettered = id_ms(e[1])
+        end
       end
     end
   end
@@ -86,7 +88,7 @@ local function expire_lease(base, p, g, cfg, now)
   -- A message resolved by the expiry (dead-lettered or dropped) is trimmed as an acked one is:
   -- without this it counted toward maxSize for good (issue #11).
   if dead_lettered then
-    local trim_at = completed_trim_at(cfg, now)
+    local trim_at = completed_trim_at(cfg, dead_lettered)
     if trim_at then schedule_trim(base, p, trim_at) end
   end
   return 1

@@ -28,9 +28,10 @@ export async function push(backend: RedisBackend, items: PushItem[]): Promise<Pu
     byQueue.set(item.queue, list);
   });
   const results: PushResult[] = new Array(items.length);
-  const failures: Error[] = [];
+  // By queue in input order, so the first refusal is the same whatever script answers first.
+  const failures: (Error | undefined)[] = [];
   await Promise.all(
-    [...byQueue].map(async ([queue, list]) => {
+    [...byQueue].map(async ([queue, list], order) => {
       await backend.registry.register(
         queue,
         list.map(({ item, partitionId }) => [item.partition, partitionId] as [string, string]),
@@ -43,11 +44,11 @@ export async function push(backend: RedisBackend, items: PushItem[]): Promise<Pu
       }
       const reply = await backend.run<Reply[]>('push', [`${base}cfg`], args);
       if (reply[0] === 'CLEAR') {
-        failures.push(encryptionChanged(queue));
+        failures[order] = encryptionChanged(queue);
         return;
       }
       if (reply[0] === 'FULL') {
-        failures.push(queueFull(queue, Number(reply[1]), Number(reply[2])));
+        failures[order] = queueFull(queue, Number(reply[1]), Number(reply[2]));
         return;
       }
       const rows = reply[1] as [number, string][];
@@ -67,7 +68,7 @@ export async function push(backend: RedisBackend, items: PushItem[]): Promise<Pu
   );
   // The queues that stored their items wake their waiters even when another one refused.
   backend.notify(pushCapacity(items, results));
-  const [failure] = failures;
+  const failure = failures.find((error) => error !== undefined);
   if (failure) throw failure;
   return results;
 }
