@@ -72,8 +72,18 @@ export type Operation =
   | { op: 'retention' }
   | { op: 'stats' };
 
+/**
+ * Every third seed follows the lease-expiry profile: short leases and few retries, retention of
+ * completed messages on, so leases expire, expiries dead-letter and retention then looks at
+ * them (options drawn at random alone reach that combination too rarely to catch a drift there).
+ */
+export function expiryProfile(seed: number): boolean {
+  return seed % 3 === 0;
+}
+
 /** A generated sequence of `count` operations for `seed`. */
 export function generate(seed: number, count: number): Operation[] {
+  const expiries = expiryProfile(seed);
   const next = seededRandom(seed);
   const below = (n: number) => Math.floor(next() * n);
   const pick = <T>(list: readonly T[]): T => list[below(list.length)] as T;
@@ -109,7 +119,15 @@ export function generate(seed: number, count: number): Operation[] {
       encryptionEnabled: chance(0.03),
       maxWaitTimeSeconds: pick([0, 5]),
     };
-    return Object.fromEntries(Object.entries(all).filter(() => chance(0.4)));
+    const some = Object.fromEntries(Object.entries(all).filter(() => chance(0.4)));
+    if (!expiries) return some;
+    return {
+      ...some,
+      leaseTime: pick([1, 1, 2]),
+      retryLimit: pick([0, 0, 1]),
+      retentionEnabled: true,
+      completedRetentionSeconds: pick([1, 1, 3]),
+    };
   };
 
   const operations: Operation[] = [];

@@ -23,7 +23,7 @@ import { generate, type Operation } from './differential-model.js';
 import { REGRESSIONS } from './differential-regressions.js';
 import { CLOCK_START, describe, type PairContext, runPair, shrink } from './differential-run.js';
 
-const SEEDS = 24;
+const SEEDS = 40;
 const OPERATIONS = 150;
 
 function integer(name: string, fallback: number): number {
