@@ -79,7 +79,7 @@ export class MemoryTransport implements Transport {
   }
 
   async publish(update: Update): Promise<Published> {
-    // Same contract as the Redis backend (publish-3.lua): an id still in history is not appended
+    // Same contract as the Redis backend (publish-4.lua): an id still in history is not appended
     // again, its position is returned (docs/hub.md, resent publishes).
     this.trim(this.now());
     const existing = this.positionById.get(update.id);

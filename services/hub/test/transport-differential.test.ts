@@ -210,7 +210,7 @@ async function redisSubject(settings: Settings): Promise<Subject> {
     positionOf,
     delivered,
     async expire() {
-      // The history keys expire the age bound after the last append (publish-3.lua's PEXPIRE),
+      // The history keys expire the age bound after the last append (publish-4.lua's PEXPIRE),
       // and Redis stamps that append's position from the same clock.
       const newest = Math.max(...positionOf.map(positionMs));
       await waitFor(async () => (await redisTimeMs()) > newest + settings.historyTtl + 1, {
