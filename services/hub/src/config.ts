@@ -46,7 +46,13 @@ export const hubSpec = {
   MERCURE_DISPATCH_TIMEOUT: duration({ default: 5000, min: 1 }),
   MERCURE_MAX_CONNECTION_QUEUE_BYTES: integer({ default: 1024 * 1024, min: 1024 }),
   MERCURE_MAX_CONNECTION_QUEUE_EVENTS: integer({ default: 10_000, min: 1 }),
+  /** Bound of each partition's history, in entries. */
   MERCURE_HISTORY_SIZE: integer({ default: 10_000, min: 1 }),
+  /**
+   * Topic partitions of the Redis history and fan-out (docs/hub.md, topic partitions); every node
+   * must use the same value. The in-process backend has one whatever this says.
+   */
+  MERCURE_PARTITIONS: integer({ default: 1, min: 1, max: 1024 }),
   /** Age bound of history entries; 0 keeps entries until the size bound trims them. */
   MERCURE_HISTORY_TTL: duration({ default: 86_400_000 }),
   MERCURE_DRAIN_WINDOW: duration({ default: 10_000 }),

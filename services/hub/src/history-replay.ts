@@ -2,14 +2,14 @@ import type { FastifyBaseLogger } from 'fastify';
 import { TransportUnavailableError } from './errors.js';
 import type { Subscriber } from './subscriber.js';
 import type { Transport } from './transport.js';
-import type { Position, StoredUpdate } from './update.js';
+import { advanceCursor, type Cursor, ORIGIN_POSITION, type StoredUpdate } from './update.js';
 
 const REPLAY_PAGE = 1000;
 
 /** Where a replay starts, and the id a subscribe response names as the one before its first event. */
 export interface ReplayStart {
-  /** Replay entries after this position; undefined: from the oldest entry in history. */
-  readonly after: Position | undefined;
+  /** Replay entries after this cursor; undefined: from the oldest entry in history. */
+  readonly after: Cursor | undefined;
   /** The `Last-Event-ID` response header: the cursor when found in history, else `earliest`. */
   readonly precedingId: string;
 }
@@ -32,7 +32,7 @@ export async function resolveCursor(
   try {
     const position = await transport.findPosition(cursor);
     if (position !== undefined) {
-      subscriber.skipThrough(position);
+      subscriber.skipThrough(position, cursor);
       return { after: position, precedingId: cursor };
     }
   } catch (error) {
@@ -50,9 +50,14 @@ export async function resolveCursor(
 export function readFirstReplayPage(
   transport: Pick<Transport, 'readHistory'>,
   subscriber: Subscriber,
-  after: Position | undefined,
+  after: Cursor | undefined,
 ): Promise<StoredUpdate[]> {
-  return transport.readHistory(after, subscriber.replaySnapshot as Position, REPLAY_PAGE);
+  return transport.readHistory(
+    after,
+    subscriber.replaySnapshot as Cursor,
+    REPLAY_PAGE,
+    subscriber.partitions,
+  );
 }
 
 /**
@@ -64,18 +69,21 @@ export function readFirstReplayPage(
 export async function replayHistory(
   transport: Pick<Transport, 'readHistory'>,
   subscriber: Subscriber,
+  after: Cursor | undefined,
   firstPage: readonly StoredUpdate[],
   onWritten: (count: number) => void,
 ): Promise<void> {
-  const snapshot = subscriber.replaySnapshot as Position;
+  const snapshot = subscriber.replaySnapshot as Cursor;
   let page = firstPage;
+  // Pages chain per partition: the next starts after the last entry of each partition read.
+  let from = after ?? snapshot.map(() => ORIGIN_POSITION);
   for (;;) {
     let written = 0;
     for (const update of page) if (subscriber.replay(update)) written += 1;
     onWritten(written);
     if (page.length < REPLAY_PAGE || subscriber.closed) break;
-    const from = (page[page.length - 1] as StoredUpdate).position;
-    page = await transport.readHistory(from, snapshot, REPLAY_PAGE);
+    from = page.reduce(advanceCursor, from);
+    page = await transport.readHistory(from, snapshot, REPLAY_PAGE, subscriber.partitions);
   }
   subscriber.endReplay();
 }

@@ -19,6 +19,7 @@ import { registerCors } from './cors.js';
 import { asHubError, HubError } from './errors.js';
 import { HUB_PATH, HubIdentity, RESOURCE_METADATA_PATH } from './identity.js';
 import { createHubMetrics, type HubMetrics } from './metrics.js';
+import { partitionsOfMatchers } from './partitions.js';
 import {
   authorizePublisher,
   handlePublish,
@@ -89,6 +90,7 @@ export class Hub implements SubscriberRegistry {
           prefix: config.MERCURE_REDIS_PREFIX,
           historySize: config.MERCURE_HISTORY_SIZE,
           historyTtl: config.MERCURE_HISTORY_TTL,
+          partitions: config.MERCURE_PARTITIONS,
           metrics: sharedMetrics,
           subscriptions: config.MERCURE_SUBSCRIPTIONS,
           subscriptionsLease: config.MERCURE_SUBSCRIPTIONS_LEASE,
@@ -170,9 +172,11 @@ export class Hub implements SubscriberRegistry {
 
   register(options: RegisterOptions): Subscriber {
     const config = this.config;
+    const partitions = partitionsOfMatchers(options.matchers, this.transport.partitions);
     const subscriber = new Subscriber({
       iri: options.iri,
       matchers: options.matchers,
+      partitions,
       principal: options.principal,
       canReceivePrivate: (topics) =>
         options.principal ? this.auth.canReceive(options.principal, topics) : false,
@@ -184,6 +188,8 @@ export class Hub implements SubscriberRegistry {
       },
       onClose: (closed, reason) => this.onSubscriberClosed(closed, reason),
     });
+    // Before the snapshot: a partition joined now has its join point in it.
+    this.transport.watch(partitions);
     if (options.replay) subscriber.beginReplay(this.transport.lastDispatchedPosition);
     this.index.add(subscriber);
     this.metrics.subscribersConnected.inc();
@@ -201,6 +207,7 @@ export class Hub implements SubscriberRegistry {
 
   private onSubscriberClosed(subscriber: Subscriber, reason: CloseReason): void {
     this.index.remove(subscriber);
+    this.transport.unwatch(subscriber.partitions);
     this.metrics.subscribersConnected.dec();
     if (reason === 'queue_full' || reason === 'dispatch_timeout') {
       this.metrics.slowSubscriberDisconnects.inc({ reason });

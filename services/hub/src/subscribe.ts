@@ -201,7 +201,7 @@ export async function handleSubscribe(
   response.write(OPENING_COMMENT);
   if (!replay) return;
   try {
-    await replayHistory(transport, subscriber, replay.firstPage, dependencies.onReplayed);
+    await replayHistory(transport, subscriber, replay.start.after, replay.firstPage, dependencies.onReplayed);
   } catch (error) {
     request.log.error({ err: error }, 'history replay failed; closing the stream (the client resumes)');
     subscriber.close('replay_failed');

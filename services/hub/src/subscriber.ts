@@ -1,9 +1,10 @@
 import type { ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
+import { takesCopy } from './partitions.js';
 import type { Principal } from './principal.js';
 import { eventFrame, type Frame, HEARTBEAT } from './sse.js';
 import type { TopicMatcher } from './topic-matcher.js';
-import { comparePositions, type Position, type StoredUpdate } from './update.js';
+import { type Cursor, comparePositions, isCovered, type StoredUpdate } from './update.js';
 
 export type CloseReason =
   | 'client'
@@ -25,6 +26,8 @@ export interface SubscriberOptions {
   /** One IRI per connection (`urn:uuid:…`), the `subscriber` of subscription events. */
   readonly iri: string;
   readonly matchers: readonly TopicMatcher[];
+  /** The topic partitions it needs (undefined: all; docs/hub.md, topic partitions). */
+  readonly partitions?: readonly number[] | undefined;
   /** The verified token, undefined for an anonymous subscriber. */
   readonly principal: Principal | undefined;
   /** Decides delivery of private updates against the current token (auth.md, subscribers). */
@@ -57,6 +60,7 @@ function uncorkAll(): void {
 export class Subscriber {
   readonly iri: string;
   readonly matchers: readonly TopicMatcher[];
+  readonly partitions: readonly number[] | undefined;
   readonly principal: Principal | undefined;
   private readonly response: ServerResponse;
   private readonly limits: SubscriberLimits;
@@ -72,9 +76,11 @@ export class Subscriber {
   private readonly timers: NodeJS.Timeout[] = [];
   /** While replaying history, live updates wait here (they all come after the snapshot). */
   private replayBuffer: StoredUpdate[] | undefined;
-  private snapshot: Position | undefined;
-  /** Updates up to this position are already known to the client (its Last-Event-ID). */
-  private skipPosition: Position | undefined;
+  private snapshot: Cursor | undefined;
+  /** Updates this cursor covers are already known to the client (its Last-Event-ID). */
+  private skipCursor: Cursor | undefined;
+  /** The client's Last-Event-ID: never sent again (a resume across partitions starts before it). */
+  private skipId: string | undefined;
   lastWriteAt = Date.now();
   closed = false;
   deliveries = 0;
@@ -82,6 +88,7 @@ export class Subscriber {
   constructor(options: SubscriberOptions) {
     this.iri = options.iri;
     this.matchers = options.matchers;
+    this.partitions = options.partitions;
     this.principal = options.principal;
     this.response = options.response;
     this.limits = options.limits;
@@ -92,10 +99,18 @@ export class Subscriber {
 
   /** Whether some matcher of this subscription matches some topic of the update. */
   matchesTopics(topics: readonly string[]): boolean {
-    for (const matcher of this.matchers) {
-      for (const topic of topics) if (matcher.matches(topic)) return true;
-    }
+    for (const topic of topics) if (this.matchesTopic(topic)) return true;
     return false;
+  }
+
+  matchesTopic(topic: string): boolean {
+    for (const matcher of this.matchers) if (matcher.matches(topic)) return true;
+    return false;
+  }
+
+  /** Of an update's copies in several partitions, this subscriber takes one (partitions.ts). */
+  takesCopy(update: StoredUpdate): boolean {
+    return takesCopy(update, (topic) => this.matchesTopic(topic));
   }
 
   /**
@@ -115,10 +130,10 @@ export class Subscriber {
     return allowed;
   }
 
-  /** Starts buffering live updates; `position` is the last one the replay will cover. */
-  beginReplay(position: Position): void {
+  /** Starts buffering live updates; `snapshot` is the last the replay will cover in each partition. */
+  beginReplay(snapshot: Cursor): void {
     this.replayBuffer = [];
-    this.snapshot = position;
+    this.snapshot = snapshot;
   }
 
   /** Writes the buffered live updates after the replay and switches to direct delivery. */
@@ -130,24 +145,27 @@ export class Subscriber {
 
   /**
    * The client's cursor may be ahead of this node (it read it from a faster node): live updates
-   * up to the cursor would be duplicates.
+   * up to the cursor would be duplicates. `id` (its Last-Event-ID) is not sent again.
    */
-  skipThrough(position: Position): void {
-    if (this.snapshot !== undefined && comparePositions(position, this.snapshot) > 0)
-      this.skipPosition = position;
+  skipThrough(cursor: Cursor, id: string): void {
+    this.skipId = id;
+    const snapshot = this.snapshot;
+    if (snapshot === undefined) return;
+    const ahead = cursor.some(
+      (position, partition) =>
+        snapshot[partition] !== undefined && comparePositions(position, snapshot[partition] as string) > 0,
+    );
+    if (ahead) this.skipCursor = cursor;
   }
 
-  get replaySnapshot(): Position | undefined {
+  get replaySnapshot(): Cursor | undefined {
     return this.snapshot;
   }
 
   /** Live delivery, called by the fan-out once matching and entitlement were checked. */
   deliver(update: StoredUpdate): void {
     if (this.closed) return;
-    if (this.skipPosition !== undefined) {
-      if (comparePositions(update.position, this.skipPosition) <= 0) return;
-      this.skipPosition = undefined;
-    }
+    if (this.skipCursor !== undefined && isCovered(this.skipCursor, update)) return;
     if (this.replayBuffer) {
       this.replayBuffer.push(update);
       if (this.replayBuffer.length > this.limits.maxQueueEvents) this.close('queue_full');
@@ -159,7 +177,8 @@ export class Subscriber {
 
   /** A replayed event: matching and entitlement are checked here, against the current token. */
   replay(update: StoredUpdate): boolean {
-    if (this.closed || !this.matchesTopics(update.topics) || !this.isEntitledTo(update)) return false;
+    if (this.closed || update.id === this.skipId || !this.matchesTopics(update.topics)) return false;
+    if (!this.takesCopy(update) || !this.isEntitledTo(update)) return false;
     this.deliveries += 1;
     this.write(eventFrame(update));
     return true;

@@ -80,7 +80,7 @@ export class SubscriberIndex {
     }
     let delivered = 0;
     for (const subscriber of candidates) {
-      if (subscriber.isEntitledTo(update, decisions)) {
+      if (subscriber.takesCopy(update) && subscriber.isEntitledTo(update, decisions)) {
         subscriber.deliver(update);
         delivered += 1;
       }

@@ -7,6 +7,7 @@ import type {
   UpdateListener,
 } from './transport.js';
 import {
+  type Cursor,
   comparePositions,
   ORIGIN_POSITION,
   type Position,
@@ -34,6 +35,8 @@ interface Entry {
  */
 export class MemoryTransport implements Transport {
   readonly kind = 'memory' as const;
+  /** Partitions are a Redis layout: one process has one history and one order (docs/hub.md). */
+  readonly partitions = 1;
   /** Never emits: one process has no fan-out path to lose. */
   readonly events = new EventEmitter<TransportEvents>();
   private listener: UpdateListener | undefined;
@@ -52,9 +55,13 @@ export class MemoryTransport implements Transport {
     this.now = options.clock ?? Date.now;
   }
 
-  get lastDispatchedPosition(): Position {
-    return this.lastPosition;
+  get lastDispatchedPosition(): Cursor {
+    return [this.lastPosition];
   }
+
+  watch(): void {}
+
+  unwatch(): void {}
 
   async start(listener: UpdateListener): Promise<void> {
     this.listener = listener;
@@ -72,13 +79,13 @@ export class MemoryTransport implements Transport {
   }
 
   async publish(update: Update): Promise<Published> {
-    // Same contract as the Redis backend (publish-3.lua): an id still in history is not appended
+    // Same contract as the Redis backend (publish-4.lua): an id still in history is not appended
     // again, its position is returned (docs/hub.md, resent publishes).
     this.trim(this.now());
     const existing = this.positionById.get(update.id);
     if (existing !== undefined) return { position: existing, repeat: true };
     const position = this.nextPosition();
-    const stored: StoredUpdate = { ...update, position };
+    const stored: StoredUpdate = { ...update, position, partition: 0 };
     const storedAt = this.now();
     this.entries.push({ update: stored, storedAt });
     this.positionById.set(update.id, position);
@@ -106,9 +113,10 @@ export class MemoryTransport implements Transport {
     }
   }
 
-  async findPosition(eventId: string): Promise<Position | undefined> {
+  async findPosition(eventId: string): Promise<Cursor | undefined> {
     this.trim(this.now());
-    return this.positionById.get(eventId);
+    const position = this.positionById.get(eventId);
+    return position === undefined ? undefined : [position];
   }
 
   /** Index of the first entry whose position is greater than `position`. */
@@ -124,12 +132,17 @@ export class MemoryTransport implements Transport {
     return low;
   }
 
-  async readHistory(after: Position | undefined, upTo: Position, limit: number): Promise<StoredUpdate[]> {
+  async readHistory(after: Cursor | undefined, upTo: Cursor, limit: number): Promise<StoredUpdate[]> {
     this.trim(this.now());
     const result: StoredUpdate[] = [];
-    for (let index = this.indexAfter(after); index < this.entries.length && result.length < limit; index++) {
+    const bound = upTo[0] ?? ORIGIN_POSITION;
+    for (
+      let index = this.indexAfter(after?.[0]);
+      index < this.entries.length && result.length < limit;
+      index++
+    ) {
       const { update } = this.entries[index] as Entry;
-      if (comparePositions(update.position, upTo) > 0) break;
+      if (comparePositions(update.position, bound) > 0) break;
       result.push(update);
     }
     return result;

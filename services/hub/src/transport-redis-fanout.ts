@@ -1,12 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import type { EventEmitter } from 'node:events';
 import { loggableError, type OutageLog, type Redis, replyWithin } from '@herald/redis';
+import { RESUME_WINDOW } from './partitions.js';
 import type { RedisClock } from './redis-clock.js';
 import type { TransportEvents, TransportLog, UpdateListener } from './transport.js';
-import { decodeEntry, readEntries, readNewestEntry } from './transport-redis-history.js';
+import { readMerged, readNewestEntry, type StreamEntry } from './transport-redis-history.js';
 import {
+  type Cursor,
   comparePositions,
-  decodeUpdate,
   ORIGIN_POSITION,
   type Position,
   type StoredUpdate,
@@ -18,6 +19,14 @@ const HISTORY_PAGE = 1000;
 const RECOVERY_BUFFER_LIMIT = 100_000;
 /** Bound on reading the history tail at start, while Redis may be unreachable. */
 const TAIL_TIMEOUT = 2000;
+/** The largest sequence of a stream id: `<ms - 1>-MAX_SEQUENCE` is just before every id of `ms`. */
+const MAX_SEQUENCE = '18446744073709551615';
+
+/** A partition being joined: its live messages wait here until its history is read. */
+interface Join {
+  buffer: string[];
+  overflowed: boolean;
+}
 
 export interface RedisFanoutOptions {
   /** The node's own subscriber connection (SUBSCRIBE mode). */
@@ -28,8 +37,13 @@ export interface RedisFanoutOptions {
   readonly command: Redis;
   readonly clock: RedisClock;
   readonly outages: OutageLog;
-  readonly historyKey: string;
-  readonly channel: string;
+  /** Each partition's history stream and channel (index = partition). */
+  readonly histories: readonly string[];
+  readonly channels: readonly string[];
+  /** This node's own channel for its end-to-end probes, always subscribed. */
+  readonly probeChannel: string;
+  /** Decodes an entry or a message of a partition (the transport adds what it knows of the topics). */
+  readonly decode: (position: Position, text: string, partition: number) => StoredUpdate;
   readonly events: EventEmitter<TransportEvents>;
   readonly log: TransportLog;
   /** Interval between end-to-end pub/sub probes while healthy (default 5 s). */
@@ -39,18 +53,29 @@ export interface RedisFanoutOptions {
 }
 
 /**
- * The receiving side of the Redis transport: one SUBSCRIBE per node, fanned out locally.
+ * The receiving side of the Redis transport: one subscriber connection per node, subscribed to the
+ * channels of the partitions the node's subscribers need (docs/hub.md, which partitions a node
+ * listens to), fanned out locally.
  *
- * Delivery invariant: the listener sees positions strictly increasing. After any (re)subscription
- * the node buffers live messages, verifies the path end to end with a probe, reads the history
- * after the last position it dispatched, then flushes the buffer; duplicates are dropped by
- * position. So a Redis restart or failover costs latency, never an update within the history bounds.
+ * Delivery invariant: within each partition the listener sees positions strictly increasing. After
+ * any (re)subscription the node buffers live messages of every partition, verifies the path end to
+ * end with a probe, reads the history after the last position it dispatched, every partition
+ * merged by time, then flushes the buffer; duplicates are dropped by position. So a Redis restart
+ * or failover costs latency, never an update within the history bounds, and no partition trails
+ * another on this node by more than their transit times (the resume window rests on it).
  */
 export class RedisFanout {
   private listener: UpdateListener | undefined;
-  private lastPosition: Position = ORIGIN_POSITION;
+  /** Per partition: the last position dispatched (ORIGIN while not watched). */
+  private readonly lastPositions: Position[];
+  /** Per partition: how many watchers need it; its channel is subscribed while above 0. */
+  private readonly watchers: number[];
+  private readonly partitionOfChannel = new Map<string, number>();
+  private readonly joins = new Map<number, Join>();
+  /** Partitions watched from the start (their tail is the baseline); the others join later. */
+  private readonly initiallyWatched: readonly number[];
   private recovering = true;
-  private recoveryBuffer: string[] = [];
+  private recoveryBuffer: [number, string][] = [];
   private recoveryBufferOverflowed = false;
   private needsGapFill = true;
   private verifiedPath = false;
@@ -63,10 +88,83 @@ export class RedisFanout {
   /** The history tail could not be read at start: the first recovery reads it instead of filling. */
   private baselineUnknown = false;
 
-  constructor(private readonly options: RedisFanoutOptions) {}
+  constructor(
+    private readonly options: RedisFanoutOptions,
+    alwaysWatched: readonly number[],
+  ) {
+    const count = options.channels.length;
+    this.lastPositions = Array.from({ length: count }, () => ORIGIN_POSITION);
+    this.watchers = Array.from({ length: count }, () => 0);
+    for (const [partition, channel] of options.channels.entries())
+      this.partitionOfChannel.set(channel, partition);
+    for (const partition of alwaysWatched) this.watchers[partition] = 1;
+    this.initiallyWatched = alwaysWatched;
+  }
 
-  get lastDispatchedPosition(): Position {
-    return this.lastPosition;
+  get lastDispatchedPosition(): Cursor {
+    return [...this.lastPositions];
+  }
+
+  private watched(): number[] {
+    return this.watchers.flatMap((count, partition) => (count > 0 ? [partition] : []));
+  }
+
+  /** Starts listening to these partitions (undefined: all); synchronous (see Transport.watch). */
+  watch(partitions: readonly number[] | undefined): void {
+    for (const partition of partitions ?? this.watchers.keys()) {
+      this.watchers[partition] = (this.watchers[partition] as number) + 1;
+      if (this.watchers[partition] === 1) this.join(partition);
+    }
+  }
+
+  unwatch(partitions: readonly number[] | undefined): void {
+    for (const partition of partitions ?? this.watchers.keys()) {
+      this.watchers[partition] = Math.max(0, (this.watchers[partition] as number) - 1);
+      if (this.watchers[partition] !== 0) continue;
+      this.joins.delete(partition);
+      this.lastPositions[partition] = ORIGIN_POSITION;
+      this.options.subscriber.unsubscribe(this.options.channels[partition] as string).catch(() => undefined);
+    }
+  }
+
+  /**
+   * A partition newly needed: its baseline is Redis time now (a lower bound), so whatever is
+   * published from now on is read from history or received live, merged by position.
+   */
+  private join(partition: number): void {
+    const { clock, subscriber, channels } = this.options;
+    // Clock unknown (Redis unreachable): the node's own, less the window the resume allows for skew.
+    const now = clock.deadline(0) ?? Date.now() - RESUME_WINDOW;
+    this.lastPositions[partition] = `${now - 1}-${MAX_SEQUENCE}`;
+    const join: Join = { buffer: [], overflowed: false };
+    this.joins.set(partition, join);
+    subscriber
+      .subscribe(channels[partition] as string)
+      .then(() => this.fillJoin(partition, join))
+      .catch((error: unknown) => {
+        if (this.joins.get(partition) !== join) return;
+        // The node-wide recovery reads this partition from its baseline instead.
+        this.joins.delete(partition);
+        this.recovering = true;
+        this.needsGapFill = true;
+        if (!this.options.outages.down)
+          this.options.log('warn', 'joining a partition failed; recovering', { err: loggableError(error) });
+      });
+  }
+
+  private async fillJoin(partition: number, join: Join): Promise<void> {
+    for (;;) {
+      join.buffer = [];
+      join.overflowed = false;
+      await this.readAndDeliver([partition]);
+      if (this.joins.get(partition) !== join) return;
+      if (!join.overflowed) break;
+    }
+    this.joins.delete(partition);
+    for (const message of join.buffer) {
+      if (this.recovering) this.recoveryBuffer.push([partition, message]);
+      else this.deliverMessage(partition, message);
+    }
   }
 
   /** True while the last end-to-end probe came back in time. */
@@ -79,19 +177,22 @@ export class RedisFanout {
    * (wrapped: an async function would otherwise wait for it).
    */
   async start(listener: UpdateListener): Promise<{ readonly verified: Promise<void> }> {
-    const { subscriber, command, historyKey, channel } = this.options;
+    const { subscriber, command, histories, channels, probeChannel } = this.options;
     this.listener = listener;
     subscriber.on('ready', () => this.onSubscriptionEstablished());
     subscriber.on('close', () => this.onSubscriptionLost());
-    subscriber.on('message', (_channel: string, message: string) => this.onMessage(message));
+    subscriber.on('message', (channel: string, message: string) => this.onMessage(channel, message));
     // The baseline position is read before subscribing, so the first gap fill covers whatever is
     // published between this read and the subscription becoming active.
     const verified = new Promise<void>((resolve) => {
       this.firstVerification = resolve;
     });
     try {
-      const newest = await replyWithin(readNewestEntry(command, historyKey), TAIL_TIMEOUT, 'XREVRANGE');
-      if (newest) this.lastPosition = newest[0];
+      for (const partition of this.initiallyWatched) {
+        const history = histories[partition] as string;
+        const newest = await replyWithin(readNewestEntry(command, history), TAIL_TIMEOUT, 'XREVRANGE');
+        if (newest) this.lastPositions[partition] = newest[0];
+      }
     } catch (error) {
       this.baselineUnknown = true;
       this.options.log('warn', 'could not read the history tail at start; Redis unreachable?', {
@@ -100,7 +201,8 @@ export class RedisFanout {
     }
     // Not awaited: while Redis is down the command waits in the offline queue, and the node must
     // still start (alive, not ready) and keep probing.
-    subscriber.subscribe(channel).catch(() => undefined);
+    const initialChannels = this.initiallyWatched.map((partition) => channels[partition] as string);
+    subscriber.subscribe(probeChannel, ...initialChannels).catch(() => undefined);
     if (subscriber.status === 'ready') this.scheduleProbe(0);
     return { verified };
   }
@@ -118,7 +220,7 @@ export class RedisFanout {
     if (this.subscriberReadyCount > 1) {
       this.options.events.emit('fanout-reconnected');
       this.options.log('warn', 'fan-out subscription re-established; filling the gap from history', {
-        after: this.lastPosition,
+        after: this.lastPositions,
       });
     }
     this.recovering = true;
@@ -136,9 +238,21 @@ export class RedisFanout {
     }
   }
 
-  private onMessage(message: string): void {
-    if (message.startsWith(PROBE_PREFIX)) {
-      this.pendingProbes.get(message.slice(PROBE_PREFIX.length))?.();
+  private onMessage(channel: string, message: string): void {
+    if (channel === this.options.probeChannel) {
+      if (message.startsWith(PROBE_PREFIX)) this.pendingProbes.get(message.slice(PROBE_PREFIX.length))?.();
+      return;
+    }
+    const partition = this.partitionOfChannel.get(channel);
+    // A message still in flight after an UNSUBSCRIBE: no one here needs it.
+    if (partition === undefined || this.watchers[partition] === 0) return;
+    const join = this.joins.get(partition);
+    if (join) {
+      if (join.buffer.length >= RECOVERY_BUFFER_LIMIT) {
+        join.overflowed = true;
+        join.buffer = [];
+      }
+      join.buffer.push(message);
       return;
     }
     if (this.recovering) {
@@ -146,22 +260,24 @@ export class RedisFanout {
         this.recoveryBufferOverflowed = true;
         this.recoveryBuffer = [];
       }
-      this.recoveryBuffer.push(message);
+      this.recoveryBuffer.push([partition, message]);
       return;
     }
-    this.deliverMessage(message);
+    this.deliverMessage(partition, message);
   }
 
-  private deliverMessage(message: string): void {
+  private deliverMessage(partition: number, message: string): void {
+    if (this.watchers[partition] === 0) return;
     const newline = message.indexOf('\n');
     const position = message.slice(0, newline);
-    if (comparePositions(position, this.lastPosition) <= 0) return;
-    this.deliver(decodeUpdate(position, message.slice(newline + 1)));
+    if (comparePositions(position, this.lastPositions[partition] as Position) <= 0) return;
+    this.deliver(this.options.decode(position, message.slice(newline + 1), partition));
   }
 
   private deliver(update: StoredUpdate): void {
-    if (comparePositions(update.position, this.lastPosition) <= 0) return;
-    this.lastPosition = update.position;
+    const last = this.lastPositions[update.partition] as Position;
+    if (this.watchers[update.partition] === 0 || comparePositions(update.position, last) <= 0) return;
+    this.lastPositions[update.partition] = update.position;
     this.listener?.(update);
   }
 
@@ -205,14 +321,14 @@ export class RedisFanout {
   }
 
   private async probe(): Promise<boolean> {
-    const { publisher, subscriber, clock, channel } = this.options;
+    const { publisher, subscriber, clock, probeChannel } = this.options;
     const nonce = randomUUID();
     const timeout = this.options.probeTimeout ?? 2000;
     const arrived = new Promise<void>((resolve) => this.pendingProbes.set(nonce, resolve));
     try {
       if (publisher.status !== 'ready' || subscriber.status !== 'ready') return false;
       await clock.measure();
-      await replyWithin(publisher.publish(channel, PROBE_PREFIX + nonce), timeout, 'probe publish');
+      await replyWithin(publisher.publish(probeChannel, PROBE_PREFIX + nonce), timeout, 'probe publish');
       await replyWithin(arrived, timeout, 'probe delivery');
       return true;
     } catch {
@@ -222,31 +338,51 @@ export class RedisFanout {
     }
   }
 
-  /** Reads history after the last dispatched position, then flushes the live buffer. */
+  /**
+   * Reads the history of these partitions after the last dispatched positions, merged by time, to
+   * its end.
+   */
+  private async readAndDeliver(partitions: readonly number[]): Promise<void> {
+    const { command, histories, decode } = this.options;
+    for (;;) {
+      const page = await readMerged(command, {
+        histories,
+        partitions,
+        after: this.lastPositions,
+        upTo: undefined,
+        limit: HISTORY_PAGE,
+        decode: ([position, fields]: StreamEntry, partition) =>
+          decode(position, fields[fields.indexOf('u') + 1] as string, partition),
+      });
+      for (const update of page) this.deliver(update);
+      if (page.length < HISTORY_PAGE) break;
+    }
+  }
+
+  /** Reads history after the last dispatched positions, then flushes the live buffer. */
   private async fillGap(): Promise<void> {
-    const { command, historyKey } = this.options;
+    const { command, histories } = this.options;
     if (this.baselineUnknown) {
       // Started while Redis was down: nothing was dispatched yet, so the baseline is the tail now,
       // not the whole history (which would flood early subscribers with old updates).
       this.recoveryBuffer = [];
-      const newest = await readNewestEntry(command, historyKey);
-      if (newest && comparePositions(newest[0], this.lastPosition) > 0) this.lastPosition = newest[0];
+      for (const partition of this.initiallyWatched) {
+        const newest = await readNewestEntry(command, histories[partition] as string);
+        const last = this.lastPositions[partition] as Position;
+        if (newest && comparePositions(newest[0], last) > 0) this.lastPositions[partition] = newest[0];
+      }
       this.baselineUnknown = false;
     }
     for (;;) {
       this.recoveryBuffer = [];
       this.recoveryBufferOverflowed = false;
-      for (;;) {
-        const page = await readEntries(command, historyKey, this.lastPosition, '+', HISTORY_PAGE);
-        for (const entry of page) this.deliver(decodeEntry(entry));
-        if (page.length < HISTORY_PAGE) break;
-      }
+      await this.readAndDeliver(this.watched());
       if (!this.recoveryBufferOverflowed) break;
     }
     const buffered = this.recoveryBuffer;
     this.recoveryBuffer = [];
     this.recovering = false;
-    for (const message of buffered) this.deliverMessage(message);
+    for (const [partition, message] of buffered) this.deliverMessage(partition, message);
   }
 
   /** Stops probing and delivering; the transport closes the connections. */

@@ -1,4 +1,5 @@
 import { isNoScript, type LuaScript, pipelineScript, type Redis, runScript } from '@herald/redis';
+import { partitionsOfTopics } from './partitions.js';
 import type { RedisClock } from './redis-clock.js';
 import type { Published } from './transport.js';
 import { encodeUpdate, type Position, type Update } from './update.js';
@@ -12,10 +13,22 @@ export const PUBLISH_TIMEOUT = 5000;
  */
 const PUBLISH_SCRIPT_BUDGET = 4000;
 
-/** publish-3.lua's reply: the position, and 1 when the id was already in history. */
+/** publish-4.lua's reply: the position, and 1 when the id was already in history. */
 type PublishReply = [Position, 0 | 1];
 
+/** One partition's keys and channel (docs/hub.md, topic partitions). */
+export interface PartitionKeys {
+  readonly history: string;
+  /** hash: update id -> position of its entry */
+  readonly historyIds: string;
+  /** sorted set: update ids by the ms of their position (trims the hash) */
+  readonly historyIdsByTime: string;
+  readonly channel: string;
+}
+
+/** One copy of an update: one script call on one partition's keys. */
 interface PendingPublish {
+  readonly keys: readonly string[];
   readonly args: (string | number)[];
   readonly resolve: (published: Published) => void;
   readonly reject: (error: unknown) => void;
@@ -26,16 +39,15 @@ export interface RedisPublisherOptions {
   readonly publisher: Redis;
   readonly clock: RedisClock;
   readonly script: LuaScript;
-  /** publish-3.lua's KEYS: history stream, id -> position hash, ids by time. */
-  readonly keys: readonly [string, string, string];
-  readonly channel: string;
+  /** Each partition's keys (index = partition). */
+  readonly partitions: readonly PartitionKeys[];
   readonly historySize: number;
   readonly historyTtl: number;
 }
 
 /**
- * The publishing side of the Redis transport: publish-3.lua (append to history and PUBLISH, one
- * atomic step), with a deadline Redis itself checks. Publishes of one event loop turn go out as one
+ * The publishing side of the Redis transport: publish-4.lua (append to history and PUBLISH, one
+ * atomic step) once per partition of the update's topics, with one deadline Redis itself checks. Publishes of one event loop turn go out as one
  * pipeline: one socket write and one round trip instead of one each (profile of the publish path:
  * the per-command write syscall was the top frame). Each script still runs atomically, in arrival
  * order; one timer bounds the whole batch.
@@ -45,18 +57,30 @@ export class RedisPublisher {
 
   constructor(private readonly options: RedisPublisherOptions) {}
 
-  /** Rejects with the Redis or timeout error; the caller decides what the client is told. */
-  publish(update: Update): Promise<Published> {
-    const { channel, historySize, historyTtl } = this.options;
-    return new Promise<Published>((resolve, reject) => {
-      const args = [channel, update.id, encodeUpdate(update), historySize, historyTtl];
-      this.pending.push({ args, resolve, reject });
-      if (this.pending.length === 1) setImmediate(() => this.flush());
+  /**
+   * Rejects with the Redis or timeout error of any copy (the caller decides what the client is
+   * told); resolves with the copy of the lowest partition, `repeat` when every copy was a repeat.
+   */
+  async publish(update: Update): Promise<Published> {
+    const { partitions, historySize, historyTtl } = this.options;
+    const encoded = encodeUpdate(update);
+    const copies = partitionsOfTopics(update.topics, partitions.length).map((partition) => {
+      const { history, historyIds, historyIdsByTime, channel } = partitions[partition] as PartitionKeys;
+      return new Promise<Published>((resolve, reject) => {
+        const keys = [history, historyIds, historyIdsByTime, channel];
+        this.pending.push({ keys, args: [update.id, encoded, historySize, historyTtl], resolve, reject });
+        if (this.pending.length === 1) setImmediate(() => this.flush());
+      });
     });
+    const published = await Promise.all(copies);
+    return {
+      position: (published[0] as Published).position,
+      repeat: published.every((copy) => copy.repeat),
+    };
   }
 
   private flush(): void {
-    const { publisher, clock, script, keys } = this.options;
+    const { publisher, clock, script } = this.options;
     const batch = this.pending;
     this.pending = [];
     const deadlineMs = clock.deadline(PUBLISH_SCRIPT_BUDGET);
@@ -82,14 +106,14 @@ export class RedisPublisher {
       for (const pending of batch) pending.reject(error);
     }, PUBLISH_TIMEOUT);
     const pipeline = publisher.pipeline();
-    for (const pending of batch) pipelineScript(pipeline, script, keys, [...pending.args, deadline]);
+    for (const pending of batch) pipelineScript(pipeline, script, pending.keys, [...pending.args, deadline]);
     pipeline.exec().then(
       (results) => {
         batch.forEach((pending, index) => {
           const [error, reply] = results?.[index] ?? [new Error('publish: no reply'), null];
           // After a Redis restart the script cache is empty: EVAL reloads it.
           if (isNoScript(error)) {
-            runScript<PublishReply>(publisher, script, keys, [...pending.args, deadline]).then(
+            runScript<PublishReply>(publisher, script, pending.keys, [...pending.args, deadline]).then(
               (reloaded) => settle(pending, undefined, reloaded),
               (retryError: unknown) => settle(pending, retryError),
             );

@@ -11,6 +11,8 @@ import type { SubscriptionRecord, TransportLog } from './transport.js';
 
 /** How long a reap's claim is kept for a resend of the same call (ms). */
 const REAP_CLAIM_TTL = 60_000;
+/** Expired nodes claimed per lease round, so one round does bounded work. */
+const REAP_BATCH = 16;
 
 export interface RedisSubscriptionRegistryOptions {
   /** Writes and the lease: they wait out an outage in the offline queue. */
@@ -116,14 +118,24 @@ export class RedisSubscriptionRegistry {
         });
         await this.write([...this.localSubscriptions.values()]);
       }
-      const claimed = await runScript<string[]>(
-        command,
-        this.options.reapScript,
-        [keys.leases, keys.subscriptions, `${keys.reapClaimPrefix}${randomUUID()}`],
-        [Date.now(), keys.nodeSubscriptionsPrefix, REAP_CLAIM_TTL],
-      );
-      if (claimed.length > 0) {
-        this.orphanHandler?.(claimed.map((text) => JSON.parse(text) as SubscriptionRecord));
+      const now = Date.now();
+      const expired = await command.zrangebyscore(keys.leases, '-inf', now, 'LIMIT', 0, REAP_BATCH);
+      for (const node of expired) {
+        // One call per node, its set declared (docs/hub.md, Lua key discipline).
+        const claimed = await runScript<string[]>(
+          command,
+          this.options.reapScript,
+          [
+            keys.leases,
+            keys.subscriptions,
+            `${keys.reapClaimPrefix}${randomUUID()}`,
+            `${keys.nodeSubscriptionsPrefix}${node}`,
+          ],
+          [node, now, REAP_CLAIM_TTL],
+        );
+        if (claimed.length > 0) {
+          this.orphanHandler?.(claimed.map((text) => JSON.parse(text) as SubscriptionRecord));
+        }
       }
     } catch (error) {
       if (!this.options.outages.down) {

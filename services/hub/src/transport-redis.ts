@@ -22,6 +22,7 @@ import {
   scriptNamed,
 } from '@herald/redis';
 import { TransportUnavailableError } from './errors.js';
+import { partitionOfTopic, RESUME_WINDOW } from './partitions.js';
 import { RedisClock } from './redis-clock.js';
 import type {
   Published,
@@ -32,10 +33,16 @@ import type {
   UpdateListener,
 } from './transport.js';
 import { RedisFanout } from './transport-redis-fanout.js';
-import { decodeEntry, readEntries, readNewestEntry } from './transport-redis-history.js';
-import { RedisPublisher } from './transport-redis-publish.js';
+import {
+  compareMerged,
+  decodeEntry,
+  readMerged,
+  readNewestEntry,
+  type StreamEntry,
+} from './transport-redis-history.js';
+import { type PartitionKeys, RedisPublisher } from './transport-redis-publish.js';
 import { RedisSubscriptionRegistry } from './transport-redis-registry.js';
-import type { Position, StoredUpdate, Update } from './update.js';
+import { type Cursor, decodeUpdate, type Position, type StoredUpdate, type Update } from './update.js';
 
 /** `services/hub/lua/`, from src (tsx) and from dist alike. */
 export const LUA_DIRECTORY = fileURLToPath(new URL('../lua/', import.meta.url));
@@ -69,8 +76,11 @@ export interface RedisTransportOptions {
   readonly url: string;
   /** Key and channel prefix (MERCURE_REDIS_PREFIX). */
   readonly prefix: string;
+  /** Bound of each partition's history (entries). */
   readonly historySize: number;
   readonly historyTtl: number;
+  /** Topic partitions (MERCURE_PARTITIONS, default 1; docs/hub.md, topic partitions). */
+  readonly partitions?: number;
   /** The process registry: Redis command durations are recorded there. */
   readonly metrics: Metrics;
   /** Maintain the cluster-wide active subscriptions registry with a lease per node. */
@@ -84,13 +94,15 @@ export interface RedisTransportOptions {
 }
 
 /**
- * Redis backend. History is one stream; publishing is one Lua script (XADD + PUBLISH with the
- * position stamped in the message, transport-redis-publish.ts); each node SUBSCRIBEs once and fans
+ * Redis backend. History is one stream per topic partition; publishing is one Lua script per
+ * partition of the update's topics (XADD + PUBLISH with the position stamped in the message,
+ * transport-redis-publish.ts); each node subscribes to the partitions its subscribers need and fans
  * out locally (transport-redis-fanout.ts); the active subscriptions registry lives beside it
  * (transport-redis-registry.ts). This class owns the connections and answers history reads.
  */
 export class RedisTransport implements Transport {
   readonly kind = 'redis' as const;
+  readonly partitions: number;
   readonly events = new EventEmitter<TransportEvents>();
   readonly nodeId = randomUUID();
   /** Background work that may wait out an outage: registry writes, the fan-out's catch-up reads. */
@@ -111,19 +123,28 @@ export class RedisTransport implements Transport {
   private readonly clock: RedisClock;
   private readonly outages: OutageLog;
   private readonly scripts: ScriptSet;
-  private readonly keys;
+  /** Each partition's keys and channel (index = partition). */
+  private readonly partitionKeys: readonly PartitionKeys[];
+  private readonly histories: readonly string[];
   private readonly fanout: RedisFanout;
   private readonly publishes: RedisPublisher;
   private readonly registry: RedisSubscriptionRegistry;
 
   constructor(private readonly options: RedisTransportOptions) {
     const space = keyspace(`${options.prefix}${hashTag('hub')}:`);
-    this.keys = {
-      history: space.key('history'),
-      historyIds: space.key('history-ids'),
-      historyIdsByTime: space.key('history-ids-by-time'),
-      channel: space.key('updates'),
-    };
+    this.partitions = options.partitions ?? 1;
+    // Partition 0 keeps the names of the unpartitioned layout; each other has its own hash tag.
+    this.partitionKeys = Array.from({ length: this.partitions }, (_, partition) => {
+      const partitionSpace =
+        partition === 0 ? space : keyspace(`${options.prefix}${hashTag(`hub:${partition}`)}:`);
+      return {
+        history: partitionSpace.key('history'),
+        historyIds: partitionSpace.key('history-ids'),
+        historyIdsByTime: partitionSpace.key('history-ids-by-time'),
+        channel: partitionSpace.key('updates'),
+      };
+    });
+    this.histories = this.partitionKeys.map((keys) => keys.history);
     this.scripts = loadScripts(LUA_DIRECTORY);
     this.command = createRedis(parseRedisOptions(options.url, { connectionName: 'herald-hub-command' }));
     this.reader = createRedis(
@@ -153,25 +174,31 @@ export class RedisTransport implements Transport {
     this.outages.watch(this.subscriber, 'herald-hub-subscriber');
     this.clock = new RedisClock(this.publisher);
     const log: TransportLog = (level, message, details) => this.log(level, message, details);
-    this.fanout = new RedisFanout({
-      subscriber: this.subscriber,
-      publisher: this.publisher,
-      command: this.command,
-      clock: this.clock,
-      outages: this.outages,
-      historyKey: this.keys.history,
-      channel: this.keys.channel,
-      events: this.events,
-      log,
-      ...(options.probeInterval !== undefined ? { probeInterval: options.probeInterval } : {}),
-      ...(options.probeTimeout !== undefined ? { probeTimeout: options.probeTimeout } : {}),
-    });
+    this.fanout = new RedisFanout(
+      {
+        subscriber: this.subscriber,
+        publisher: this.publisher,
+        command: this.command,
+        clock: this.clock,
+        outages: this.outages,
+        histories: this.histories,
+        channels: this.partitionKeys.map((keys) => keys.channel),
+        probeChannel: space.key('probe', this.nodeId),
+        decode: (position, text, partition) =>
+          this.withTopicPartitions(decodeUpdate(position, text, partition)),
+        events: this.events,
+        log,
+        ...(options.probeInterval !== undefined ? { probeInterval: options.probeInterval } : {}),
+        ...(options.probeTimeout !== undefined ? { probeTimeout: options.probeTimeout } : {}),
+      },
+      // One partition: every node listens to it, subscribers or not (the unpartitioned behaviour).
+      this.partitions === 1 ? [0] : [],
+    );
     this.publishes = new RedisPublisher({
       publisher: this.publisher,
       clock: this.clock,
       script: this.script('publish'),
-      keys: [this.keys.history, this.keys.historyIds, this.keys.historyIdsByTime],
-      channel: this.keys.channel,
+      partitions: this.partitionKeys,
       historySize: options.historySize,
       historyTtl: options.historyTtl,
     });
@@ -202,8 +229,33 @@ export class RedisTransport implements Transport {
     this.options.log?.(level, message, details);
   }
 
-  get lastDispatchedPosition(): Position {
+  get lastDispatchedPosition(): Cursor {
     return this.fanout.lastDispatchedPosition;
+  }
+
+  watch(partitions: readonly number[] | undefined): void {
+    if (this.partitions > 1) this.fanout.watch(partitions);
+  }
+
+  unwatch(partitions: readonly number[] | undefined): void {
+    if (this.partitions > 1) this.fanout.unwatch(partitions);
+  }
+
+  /** Adds the partition of each topic when the update's topics span several (partitions.ts, takesCopy). */
+  private withTopicPartitions(update: StoredUpdate): StoredUpdate {
+    if (this.partitions === 1 || update.topics.length < 2) return update;
+    const topicPartitions = update.topics.map((topic) => partitionOfTopic(topic, this.partitions));
+    return topicPartitions.every((partition) => partition === topicPartitions[0])
+      ? update
+      : { ...update, topicPartitions };
+  }
+
+  private decodeEntry(entry: StreamEntry, partition: number): StoredUpdate {
+    return this.withTopicPartitions(decodeEntry(entry, partition));
+  }
+
+  private allPartitions(): number[] {
+    return Array.from({ length: this.partitions }, (_, partition) => partition);
   }
 
   async start(listener: UpdateListener): Promise<void> {
@@ -229,30 +281,63 @@ export class RedisTransport implements Transport {
     }
   }
 
-  findPosition(eventId: string): Promise<Position | undefined> {
+  /**
+   * One partition: the entry's position. Several: the id is looked up in every partition, and
+   * every partition resumes from RESUME_WINDOW before its earliest copy (docs/hub.md,
+   * Last-Event-ID across partitions).
+   */
+  async findPosition(eventId: string): Promise<Cursor | undefined> {
+    const copies = await unavailableAsTyped(
+      Promise.all(
+        this.partitionKeys.map((keys) =>
+          runScript<string | null>(
+            this.reader,
+            this.script('find'),
+            [keys.historyIds, keys.history],
+            [eventId],
+          ),
+        ),
+      ),
+    );
+    const found = copies.filter((position): position is Position => position !== null);
+    if (found.length === 0) return undefined;
+    if (this.partitions === 1) return [found[0] as Position];
+    const earliest = Math.min(...found.map((position) => Number(position.slice(0, position.indexOf('-')))));
+    return Array.from({ length: this.partitions }, () => `${earliest - RESUME_WINDOW}-0`);
+  }
+
+  async readHistory(
+    after: Cursor | undefined,
+    upTo: Cursor,
+    limit: number,
+    partitions?: readonly number[],
+  ): Promise<StoredUpdate[]> {
     return unavailableAsTyped(
-      runScript<string | null>(
-        this.reader,
-        this.script('find'),
-        [this.keys.historyIds, this.keys.history],
-        [eventId],
-      ).then((position) => position ?? undefined),
+      readMerged(this.reader, {
+        histories: this.histories,
+        partitions: partitions ?? this.allPartitions(),
+        after,
+        upTo,
+        limit,
+        decode: (entry, partition) => this.decodeEntry(entry, partition),
+      }),
     );
   }
 
-  async readHistory(after: Position | undefined, upTo: Position, limit: number): Promise<StoredUpdate[]> {
-    const entries = await unavailableAsTyped(readEntries(this.reader, this.keys.history, after, upTo, limit));
-    return entries.map(decodeEntry);
-  }
-
   async lastEventId(): Promise<string | undefined> {
-    const newest = await unavailableAsTyped(readNewestEntry(this.reader, this.keys.history));
-    return newest ? decodeEntry(newest).id : undefined;
+    const newest = await unavailableAsTyped(
+      Promise.all(this.histories.map((history) => readNewestEntry(this.reader, history))),
+    );
+    const copies = newest.flatMap((entry, partition) => (entry ? [this.decodeEntry(entry, partition)] : []));
+    return copies.sort(compareMerged).at(-1)?.id;
   }
 
   /** Scraped by /metrics: answers (or fails) within READ_TIMEOUT even while Redis is down. */
-  historyLength(): Promise<number> {
-    return unavailableAsTyped(this.reader.xlen(this.keys.history));
+  async historyLength(): Promise<number> {
+    const lengths = await unavailableAsTyped(
+      Promise.all(this.histories.map((history) => this.reader.xlen(history))),
+    );
+    return lengths.reduce((total, length) => total + length, 0);
   }
 
   async readiness(): Promise<string | undefined> {

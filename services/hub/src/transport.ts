@@ -1,13 +1,19 @@
 import type { EventEmitter } from 'node:events';
-import type { Position, StoredUpdate, Update } from './update.js';
+import type { Cursor, Position, StoredUpdate, Update } from './update.js';
 
-/** Where a publish landed; `repeat` when its id was already in history (nothing appended). */
+/**
+ * Where a publish landed (with several partitions: its copy in the lowest one); `repeat` when its
+ * id was already in history (nothing appended; with several partitions: in every one).
+ */
 export interface Published {
   readonly position: Position;
   readonly repeat: boolean;
 }
 
-/** Receives every update, once, in publish order (position order), on every node. */
+/**
+ * Receives every update, once, in publish order (position order), on every node. With several
+ * partitions: each copy from the partitions the node watches, in order within each partition.
+ */
 export type UpdateListener = (update: StoredUpdate) => void;
 
 /** What a transport reports about its own health; the hub turns these into metrics. */
@@ -37,6 +43,8 @@ export interface SubscriptionRecord {
  */
 export interface Transport {
   readonly kind: 'memory' | 'redis';
+  /** Topic partitions (MERCURE_PARTITIONS; the in-process backend has one). */
+  readonly partitions: number;
   readonly events: EventEmitter<TransportEvents>;
   /** Starts delivering updates to `listener`. Resolves once the node can serve. */
   start(listener: UpdateListener): Promise<void>;
@@ -48,23 +56,41 @@ export interface Transport {
    */
   publish(update: Update): Promise<Published>;
   /**
-   * Position of the last update handed to the listener. A subscriber registered now receives,
-   * live, exactly the updates after it: replay covers the rest (the replay/live race fix).
+   * Per partition, the position of the last update handed to the listener. A subscriber registered
+   * now receives, live, exactly the updates after it: replay covers the rest (the replay/live race
+   * fix).
    */
-  readonly lastDispatchedPosition: Position;
+  readonly lastDispatchedPosition: Cursor;
   /**
-   * Position of the entry with this update id, if still in history. Publishing is idempotent per
-   * id while its entry is in history, so there is at most one. This read, `readHistory`,
+   * Makes the listener receive the copies of these partitions (undefined: all) from now on, until
+   * as many `unwatch` calls; synchronous, so a replay snapshot taken next covers the join point.
+   * One partition: always watched, a no-op.
+   */
+  watch(partitions: readonly number[] | undefined): void;
+  unwatch(partitions: readonly number[] | undefined): void;
+  /**
+   * Where a resume after this update id starts, if the id is still in history. Publishing is
+   * idempotent per id while its entry is in history, so there is at most one entry (per
+   * partition). One partition: its position; several: docs/hub.md, Last-Event-ID across
+   * partitions. This read, `readHistory`,
    * `lastEventId`, `historyLength` and `listSubscriptions` serve requests: while the backend cannot
    * serve them (unreachable, no reply in time) they reject with a TransportUnavailableError, which
    * the request answers 503 (retry later).
    */
-  findPosition(eventId: string): Promise<Position | undefined>;
-  /** Entries with `after < position <= upTo` (after undefined: from the oldest), at most `limit`. */
-  readHistory(after: Position | undefined, upTo: Position, limit: number): Promise<StoredUpdate[]>;
-  /** The id of the newest update in history, if any. */
+  findPosition(eventId: string): Promise<Cursor | undefined>;
+  /**
+   * Entries with `after < position <= upTo` in their partition (after undefined: from the oldest),
+   * of `partitions` (undefined: all), at most `limit`, merged by (ms, partition, seq).
+   */
+  readHistory(
+    after: Cursor | undefined,
+    upTo: Cursor,
+    limit: number,
+    partitions?: readonly number[],
+  ): Promise<StoredUpdate[]>;
+  /** The id of the newest update in history, if any (several partitions: the newest copy by (ms, partition, seq)). */
   lastEventId(): Promise<string | undefined>;
-  /** Entries in history (the `mercure_history_size` gauge). */
+  /** Entries in history, every partition's copies counted (the `mercure_history_length` gauge). */
   historyLength(): Promise<number>;
   /** Undefined when healthy; otherwise why this node must not receive traffic. */
   readiness(): Promise<string | undefined>;

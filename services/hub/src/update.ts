@@ -14,12 +14,40 @@ export interface Update {
  */
 export type Position = string;
 
-/** An update together with its history position, as every node sees it. */
+/**
+ * An update together with its history position, as every node sees it: one copy of it, the one in
+ * `partition` (docs/hub.md, topic partitions; 0 when there is one partition).
+ */
 export interface StoredUpdate extends Update {
   readonly position: Position;
+  readonly partition: number;
+  /**
+   * The partition of each topic (same order as `topics`), when the update's topics span several
+   * partitions: a subscriber takes the copy of the lowest partition among the topics it matches.
+   */
+  readonly topicPartitions?: readonly number[];
 }
 
 export const ORIGIN_POSITION: Position = '0-0';
+
+/**
+ * A place in the whole history: for each partition, the last position it covers (index =
+ * partition). With one partition it is one position.
+ */
+export type Cursor = readonly Position[];
+
+/** Whether the cursor covers this copy (it is at or before the cursor in its partition). */
+export function isCovered(cursor: Cursor, update: StoredUpdate): boolean {
+  const bound = cursor[update.partition];
+  return bound !== undefined && comparePositions(update.position, bound) <= 0;
+}
+
+/** The cursor moved past this copy (a copy of the cursor; other partitions unchanged). */
+export function advanceCursor(cursor: Cursor, update: StoredUpdate): Cursor {
+  const next = [...cursor];
+  next[update.partition] = update.position;
+  return next;
+}
 
 export function comparePositions(a: Position, b: Position): number {
   const dashA = a.indexOf('-');
@@ -44,7 +72,7 @@ export function encodeUpdate(update: Update): string {
   ]);
 }
 
-export function decodeUpdate(position: Position, text: string): StoredUpdate {
+export function decodeUpdate(position: Position, text: string, partition = 0): StoredUpdate {
   const [id, topics, data, isPrivate, type, retry] = JSON.parse(text) as [
     string,
     string[],
@@ -55,6 +83,7 @@ export function decodeUpdate(position: Position, text: string): StoredUpdate {
   ];
   return {
     position,
+    partition,
     id,
     topics,
     data,

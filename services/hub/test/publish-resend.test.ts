@@ -83,7 +83,7 @@ for (const backend of BACKENDS) {
         await transport.publish(marker);
 
         assert.equal(await transport.historyLength(), lengthBefore + 2);
-        assert.equal(await transport.findPosition(resentId), first.position);
+        assert.deepEqual(await transport.findPosition(resentId), [first.position]);
         await stream.waitForEvents(2);
         assert.deepEqual(
           stream.events.map((event) => [event.id, event.data]),
@@ -160,8 +160,8 @@ for (const backend of BACKENDS) {
       const { position: second, repeat } = await publishData(id, 'second');
       assert.notEqual(second, first);
       assert.equal(repeat, false, 'appended anew');
-      assert.equal(await transport.findPosition(id), second);
-      const copies = (await transport.readHistory(undefined, second, 1000)).filter(
+      assert.deepEqual(await transport.findPosition(id), [second]);
+      const copies = (await transport.readHistory(undefined, [second], 1000)).filter(
         (stored) => stored.id === id,
       );
       assert.deepEqual(

@@ -210,7 +210,7 @@ async function redisSubject(settings: Settings): Promise<Subject> {
     positionOf,
     delivered,
     async expire() {
-      // The history keys expire the age bound after the last append (publish-3.lua's PEXPIRE),
+      // The history keys expire the age bound after the last append (publish-4.lua's PEXPIRE),
       // and Redis stamps that append's position from the same clock.
       const newest = Math.max(...positionOf.map(positionMs));
       await waitFor(async () => (await redisTimeMs()) > newest + settings.historyTtl + 1, {
@@ -249,11 +249,13 @@ async function observe(subject: Subject, operation: Operation): Promise<unknown>
       return { entry: ordinal(published.position), repeat: published.repeat };
     }
     case 'find':
-      return { entry: ordinal(await transport.findPosition(operation.id)) };
+      return { entry: ordinal((await transport.findPosition(operation.id))?.[0]) };
     case 'read': {
       const from = operation.after === 'oldest' ? undefined : positionOf[operation.after];
       const upTo = operation.upTo === 'end' ? END : (positionOf[operation.upTo] as Position);
-      return (await transport.readHistory(from, upTo, operation.limit)).map(entry);
+      return (
+        await transport.readHistory(from === undefined ? undefined : [from], [upTo], operation.limit)
+      ).map(entry);
     }
     case 'lastEventId':
       return { lastEventId: await transport.lastEventId() };

@@ -1,34 +1,36 @@
--- Appends an update to the history and publishes it on the fan-out channel, atomically, so the
--- publish order is the history order on every node (docs/hub.md, cluster design).
+-- Appends an update to one partition's history and publishes it on that partition's fan-out
+-- channel, atomically, so the publish order is the history order on every node (docs/hub.md,
+-- topic partitions). Every key is one partition's, under one hash tag (one Cluster slot).
 -- KEYS[1] history stream
 -- KEYS[2] hash: update id -> position of its entry in history (Last-Event-ID lookups)
 -- KEYS[3] sorted set: update id scored by the millisecond part of that position (for trimming KEYS[2])
--- ARGV[1] fan-out channel
--- ARGV[2] update id
--- ARGV[3] encoded update (JSON)
--- ARGV[4] history size bound (approximate: whole stream nodes are trimmed)
--- ARGV[5] history age bound in milliseconds, 0 for none
--- ARGV[6] deadline in Redis server time (ms): past it the node has already answered 503
+-- KEYS[4] fan-out channel (declared so a Cluster routes the call to the shard owning it)
+-- ARGV[1] update id
+-- ARGV[2] encoded update (JSON)
+-- ARGV[3] history size bound (approximate: whole stream nodes are trimmed)
+-- ARGV[4] history age bound in milliseconds, 0 for none
+-- ARGV[5] deadline in Redis server time (ms): past it the node has already answered 503
 -- Returns { position (stream entry id), 1 when the id was already in history (nothing appended)
 -- else 0 }; the channel message is "<position>\n<encoded update>".
--- Errors with DEADLINE when run after ARGV[6]: changes nothing.
+-- Errors with DEADLINE when run after ARGV[5]: changes nothing.
 --
--- Safe when applied twice (docs/hub.md, resent publishes): an id whose entry is still in history
--- is never appended again, its position is returned. That covers ioredis resending a command whose
+-- Resend-safe: per partition, by update id (docs/hub.md, resent publishes): an id whose entry is
+-- still in history is never appended again, its position is returned. That covers ioredis resending a command whose
 -- reply was lost and a publisher retrying after a 503 whose publish had in fact been applied. An
 -- id whose entry was trimmed is appended anew and the index moves to the new entry, so the index
--- always names the only copy in history.
+-- always names the only copy in history. An update in k partitions is k calls, one deadline for all:
+-- a retry appends only the copies that are missing.
 local now = redis.call('TIME')
 local nowMs = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
-if nowMs > tonumber(ARGV[6]) then
+if nowMs > tonumber(ARGV[5]) then
   return redis.error_reply('DEADLINE publish reached Redis after the node gave up on it')
 end
-local existing = redis.call('HGET', KEYS[2], ARGV[2])
+local existing = redis.call('HGET', KEYS[2], ARGV[1])
 if existing and #redis.call('XRANGE', KEYS[1], existing, existing, 'COUNT', 1) > 0 then
   return { existing, 1 }
 end
-local position = redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[4], '*', 'u', ARGV[3])
-local ttl = tonumber(ARGV[5])
+local position = redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[3], '*', 'u', ARGV[2])
+local ttl = tonumber(ARGV[4])
 if ttl > 0 then
   redis.call('XTRIM', KEYS[1], 'MINID', '~', tostring(nowMs - ttl))
   -- An idle history disappears entirely once every entry is older than the bound.
@@ -37,8 +39,8 @@ if ttl > 0 then
   redis.call('PEXPIRE', KEYS[3], ttl)
 end
 local positionMs = tonumber(string.match(position, '^(%d+)-'))
-redis.call('HSET', KEYS[2], ARGV[2], position)
-redis.call('ZADD', KEYS[3], positionMs, ARGV[2])
+redis.call('HSET', KEYS[2], ARGV[1], position)
+redis.call('ZADD', KEYS[3], positionMs, ARGV[1])
 -- Forget ids whose entries were trimmed, a bounded number per call so the index cannot grow
 -- without bound yet no call does unbounded work.
 local oldest = redis.call('XRANGE', KEYS[1], '-', '+', 'COUNT', 1)
@@ -50,5 +52,5 @@ if #oldest > 0 then
     redis.call('ZREM', KEYS[3], unpack(stale))
   end
 end
-redis.call('PUBLISH', ARGV[1], position .. '\n' .. ARGV[3])
+redis.call('PUBLISH', KEYS[4], position .. '\n' .. ARGV[2])
 return { position, 0 }
