@@ -710,4 +710,117 @@ export const REGRESSIONS: Regression[] = [
       },
     ],
   },
+  {
+    name: 'an ack that moves a position frees what a lease held from deletion by age at once',
+    found: 'seed 292 of a sweep (seeds 41-340)',
+    operations: [
+      {
+        op: 'push',
+        items: [
+          { queue: 0, partition: 0, transaction: 2 },
+          { queue: 0, partition: 0, transaction: 4 },
+          { queue: 0, partition: 2, transaction: 1 },
+          { queue: 0, partition: 1, transaction: 0 },
+        ],
+      },
+      {
+        op: 'pop',
+        queue: 0,
+        partition: 0,
+        group: 1,
+        batch: 1,
+        maxPartitions: 1,
+        subscription: { secondsAgo: 17 },
+      },
+      {
+        op: 'configure',
+        queue: 0,
+        options: {
+          leaseTime: 2,
+          delayedProcessing: 0,
+          windowBuffer: 0,
+          maxSize: 10,
+          ttl: 2,
+          completedRetentionSeconds: 0,
+          deadLetterQueue: true,
+        },
+        named: false,
+      },
+      { op: 'pop', queue: 0, partition: null, group: 1, batch: 2, maxPartitions: 1, subscription: 'all' },
+      { op: 'advance', ms: 2000 },
+      {
+        op: 'push',
+        items: [
+          { queue: 0, partition: 1, transaction: 2 },
+          { queue: 0, partition: 0, transaction: 3 },
+          { queue: 1, partition: 1, transaction: 5 },
+        ],
+      },
+      {
+        op: 'push',
+        items: [
+          { queue: 0, partition: 1, transaction: 4 },
+          { queue: 0, partition: 2, transaction: 3 },
+        ],
+      },
+      { op: 'pop', queue: 0, partition: null, group: 0, batch: 3, maxPartitions: 3, subscription: 'all' },
+      { op: 'pop', queue: 1, partition: 1, group: 1, batch: 4, maxPartitions: 3, subscription: 'all' },
+      { op: 'retention' },
+      { op: 'pop', queue: 0, partition: 2, group: 1, batch: 4, maxPartitions: 1, subscription: 'new' },
+      { op: 'ack', acks: [{ popped: 435, status: 'success', lease: 'none', group: 'own' }] },
+      { op: 'retention' },
+    ],
+  },
+  {
+    name: 'a queue deleted and created again numbers its dead letters anew, as a Redis stream does',
+    found: 'seed 297 of a sweep (seeds 41-340)',
+    operations: [
+      {
+        op: 'push',
+        items: [
+          { queue: 0, partition: 1, transaction: 3 },
+          { queue: 0, partition: 0, transaction: 1 },
+          { queue: 0, partition: 2, transaction: 2 },
+          { queue: 0, partition: 1, transaction: 0 },
+        ],
+      },
+      { op: 'pop', queue: 0, partition: null, group: 0, batch: 3, maxPartitions: 3, subscription: 'all' },
+      {
+        op: 'configure',
+        queue: 0,
+        options: {
+          retentionSeconds: 0,
+          completedRetentionSeconds: 3,
+          retentionEnabled: true,
+          leaseTime: 1,
+          retryLimit: 0,
+        },
+        named: false,
+      },
+      {
+        op: 'ack',
+        acks: [
+          { popped: 49, status: 'retry', lease: 'own', group: 'own' },
+          { popped: 546, status: 'dlq', lease: 'unknown', group: 'own' },
+        ],
+      },
+      { op: 'deleteQueue', queue: 0 },
+      {
+        op: 'push',
+        items: [
+          { queue: 0, partition: 0, transaction: 2 },
+          { queue: 0, partition: 0, transaction: 5 },
+          { queue: 0, partition: 1, transaction: 5 },
+        ],
+      },
+      { op: 'pop', queue: 0, partition: null, group: 1, batch: 3, maxPartitions: 2, subscription: 'new' },
+      {
+        op: 'ack',
+        acks: [
+          { popped: 267, status: 'dlq', lease: 'own', group: 'own' },
+          { popped: 256, status: 'completed', lease: 'own', group: 'own' },
+        ],
+      },
+    ],
+  },
 ];

@@ -309,9 +309,13 @@ local function ack_many(base, acks, cfg, now)
     call_chunked('HSET', base .. 'la:' .. lease, w.fields)
     redis.call('PEXPIRE', base .. 'la:' .. lease, ANSWER_MEMORY_MS)
   end
+  -- A position moved by an ack frees what a lease held from deletion by age: a partition
+  -- retention looks at later is brought forward to now (XX: only one with something to look at).
+  local by_age = age_horizon(cfg) > 0
   for p, created in pairs(trims) do
     local trim_at = completed_trim_at(cfg, created)
     if trim_at then schedule_trim(base, p, trim_at) end
+    if by_age then redis.call('ZADD', base .. 'trim', 'XX', 'LT', now, p) end
   end
   return out
 end

@@ -140,7 +140,6 @@ export function applyAck(store: MemoryStore, ack: AckInput, index: number, now: 
   } else if (ack.status === 'dlq') {
     if (queue.options.deadLetterQueue) {
       deadLetter(
-        store,
         queue,
         partition,
         group,
@@ -153,7 +152,7 @@ export function applyAck(store: MemoryStore, ack: AckInput, index: number, now: 
     resolve(queue, consumer, group, message.seq);
     dlq = true;
   } else {
-    dlq = failAttempt(store, queue, partition, group, consumer, message, ack.error ?? '', now);
+    dlq = failAttempt(queue, partition, group, consumer, message, ack.error ?? '', now);
   }
   if (ack.leaseId && lease) {
     rememberAck(queue, ack, now, `${ackClass(ack.status)}:${dlq ? 1 : 0}`);

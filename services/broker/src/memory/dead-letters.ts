@@ -17,8 +17,18 @@ import {
   resolve,
 } from './state.js';
 
+/**
+ * The next id of the queue's dead letters, made as Redis makes a stream id: `<ms>-<seq>`, seq
+ * counting within one millisecond, never below the last id; a queue created again starts anew.
+ */
+function nextDeadLetterId(queue: MemoryQueue, now: number): string {
+  const last = queue.lastDeadLetterId;
+  const id = last && last[0] >= now ? ([last[0], last[1] + 1] as const) : ([now, 0] as const);
+  queue.lastDeadLetterId = id;
+  return `${id[0]}-${id[1]}`;
+}
+
 export function deadLetter(
-  store: MemoryStore,
   queue: MemoryQueue,
   partition: MemoryPartition,
   group: string,
@@ -28,7 +38,7 @@ export function deadLetter(
   now: number,
 ): void {
   queue.deadLetters.push({
-    dlqId: `${now}-${store.sequence++}`,
+    dlqId: nextDeadLetterId(queue, now),
     ...messageView(queue, partition, message),
     consumerGroup: group,
     errorMessage: error,
@@ -42,7 +52,6 @@ export function deadLetter(
  * dead-lettered (when the queue keeps dead letters) and resolved. Returns true when it was.
  */
 export function failAttempt(
-  store: MemoryStore,
   queue: MemoryQueue,
   partition: MemoryPartition,
   group: string,
@@ -54,8 +63,7 @@ export function failAttempt(
   const attempts = (consumer.attempts.get(message.seq) ?? 0) + 1;
   consumer.attempts.set(message.seq, attempts);
   if (attempts > queue.options.retryLimit) {
-    if (queue.options.deadLetterQueue)
-      deadLetter(store, queue, partition, group, message, error, attempts, now);
+    if (queue.options.deadLetterQueue) deadLetter(queue, partition, group, message, error, attempts, now);
     resolve(queue, consumer, group, message.seq);
     return true;
   }

@@ -38,7 +38,6 @@ export function releaseLease(
 
 /** Every message of the batch left unanswered counts one failed attempt; then the partition is rescheduled. */
 export function expireLease(
-  store: MemoryStore,
   queue: MemoryQueue,
   partition: MemoryPartition,
   group: string,
@@ -51,7 +50,7 @@ export function expireLease(
     const message = partition.messages[index] as MemoryMessage;
     if (message.seq > lease.upto) break;
     if (!consumer.resolved.has(message.seq) && !lease.answered.has(message.seq)) {
-      failAttempt(store, queue, partition, group, consumer, message, 'Lease expired', now);
+      failAttempt(queue, partition, group, consumer, message, 'Lease expired', now);
     }
   }
   queue.leaseExpiries++;
@@ -117,7 +116,7 @@ export function sweepLeases(store: MemoryStore): LeaseSweep {
     for (const { partition, group } of due) {
       const consumer = partition.consumers.get(group);
       if (!consumer?.lease) continue;
-      expireLease(store, queue, partition, group, consumer, now);
+      expireLease(queue, partition, group, consumer, now);
       count++;
     }
     if (count > 0) expired.push({ queue: queue.name, count });

@@ -56,7 +56,7 @@ export function pop(store: MemoryStore, request: PopRequest): PopResult {
     let skipUntil: number | undefined;
     if (consumer.lease) {
       if (consumer.lease.expiresAt > now) skipUntil = consumer.lease.expiresAt;
-      else expireLease(store, queue, partition, group, consumer, now);
+      else expireLease(queue, partition, group, consumer, now);
     }
     if (skipUntil === undefined && consumer.notBefore > now) skipUntil = consumer.notBefore;
     if (skipUntil === undefined && options.windowBuffer > 0) {

@@ -62,6 +62,8 @@ export interface MemoryQueue {
   ready: Map<string, ReadyIndex>;
   leases: Map<string, { partition: string; group: string }[]>;
   deadLetters: DeadLetter[];
+  /** [ms, seq] of the last dead-letter id (dead-letters.ts). */
+  lastDeadLetterId: readonly [number, number] | undefined;
   pushed: number;
   resolvedBy: Map<string, number>;
   leaseExpiries: number;
@@ -83,7 +85,7 @@ export interface MemoryStore {
   /** partitionId -> [queue, partition]. */
   readonly partitionIds: Map<string, [string, string]>;
   readonly listeners: Set<AvailabilityListener>;
-  /** Last message sequence number, also the suffix of dead-letter ids. */
+  /** Last message sequence number. */
   sequence: number;
   /** createdAt of the newest message: never goes back, as stream ids in Redis. */
   lastCreatedAt: number;
@@ -144,6 +146,7 @@ export function queueOf(store: MemoryStore, name: string, create: boolean): Memo
       ready: new Map(),
       leases: new Map(),
       deadLetters: [],
+      lastDeadLetterId: undefined,
       pushed: 0,
       resolvedBy: new Map(),
       leaseExpiries: 0,

@@ -64,7 +64,7 @@ export function prepareMemoryCycle(
     const dlq = ack.status === 'failed' || ack.status === 'dlq';
     if (dlq && queue.options.deadLetterQueue) {
       const attempts = consumer.attempts.get(message.seq) ?? 0;
-      deadLetter(store, queue, partition, group, message, ack.error ?? '', attempts, now);
+      deadLetter(queue, partition, group, message, ack.error ?? '', attempts, now);
     }
     // The cursor moves to the acked message: everything up to it is consumed by the group.
     for (let index = after(partition, consumer.position); index < partition.messages.length; index++) {
