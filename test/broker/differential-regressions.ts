@@ -823,4 +823,131 @@ export const REGRESSIONS: Regression[] = [
       },
     ],
   },
+  {
+    name: 'a message deleted or requeued moves each group over what it had resolved right behind it',
+    found: 'seed 290 of a sweep (seeds 41-340)',
+    operations: [
+      {
+        op: 'push',
+        items: [
+          { queue: 0, partition: 1, transaction: 4 },
+          { queue: 0, partition: 0, transaction: 4 },
+          { queue: 0, partition: 2, transaction: 4 },
+        ],
+      },
+      {
+        op: 'push',
+        items: [
+          { queue: 1, partition: 2, transaction: 2 },
+          { queue: 0, partition: 0, transaction: 2 },
+          { queue: 0, partition: 0, transaction: 0 },
+          { queue: 0, partition: 1, transaction: 3 },
+        ],
+      },
+      {
+        op: 'transaction',
+        parts: [
+          { push: { queue: 0, partition: 0, transaction: 5 } },
+          { push: { queue: 0, partition: 2, transaction: 0 } },
+        ],
+      },
+      {
+        op: 'push',
+        items: [
+          { queue: 1, partition: 0, transaction: 1 },
+          { queue: 1, partition: 1, transaction: 5 },
+          { queue: 1, partition: 2, transaction: 2 },
+        ],
+      },
+      { op: 'pop', queue: 0, partition: null, group: 1, batch: 3, maxPartitions: 2, subscription: 'new' },
+      { op: 'pop', queue: 0, partition: null, group: 0, batch: 4, maxPartitions: 1, subscription: 'all' },
+      {
+        op: 'ack',
+        acks: [
+          { popped: 910, status: 'success', lease: 'own', group: 'own' },
+          { popped: 790, status: 'failed', lease: 'own', group: 0 },
+        ],
+      },
+      { op: 'pop', queue: 0, partition: null, group: 0, batch: 4, maxPartitions: 3, subscription: 'all' },
+      { op: 'pop', queue: 1, partition: null, group: 2, batch: 1, maxPartitions: 3, subscription: 'new' },
+      { op: 'pop', queue: 0, partition: null, group: 2, batch: 4, maxPartitions: 3, subscription: 'all' },
+      { op: 'pop', queue: 1, partition: null, group: 2, batch: 1, maxPartitions: 2, subscription: 'all' },
+      { op: 'pop', queue: 0, partition: null, group: 2, batch: 1, maxPartitions: 2, subscription: 'all' },
+      {
+        op: 'push',
+        items: [
+          { queue: 0, partition: 0, transaction: 0 },
+          { queue: 0, partition: 2, transaction: 5 },
+          { queue: 0, partition: 1, transaction: 2 },
+        ],
+      },
+      { op: 'advance', ms: 2000 },
+      {
+        op: 'ack',
+        acks: [
+          { popped: 820, status: 'completed', lease: 'own', group: 'own' },
+          { popped: 699, status: 'completed', lease: 'own', group: 'own' },
+          { popped: 135, status: 'success', lease: 'unknown', group: 'own' },
+        ],
+      },
+      { op: 'push', items: [{ queue: 0, partition: 2, transaction: 3 }] },
+      {
+        op: 'ack',
+        acks: [
+          { popped: 524, status: 'retry', lease: 'own', group: 'own' },
+          { popped: 189, status: 'dlq', lease: 'own', group: 'own' },
+          { popped: 523, status: 'retry', lease: 'own', group: 'own' },
+        ],
+      },
+      {
+        op: 'ack',
+        acks: [
+          { popped: 493, status: 'completed', lease: 'unknown', group: 'own' },
+          { popped: 289, status: 'dlq', lease: 'none', group: 'own' },
+          { popped: 859, status: 'success', lease: 'own', group: 'own' },
+        ],
+      },
+      {
+        op: 'ack',
+        acks: [
+          { popped: 828, status: 'retry', lease: 'own', group: 'own' },
+          { popped: 786, status: 'dlq', lease: 'own', group: 'own' },
+        ],
+      },
+      {
+        op: 'pop',
+        queue: 0,
+        partition: null,
+        group: 0,
+        batch: 3,
+        maxPartitions: 2,
+        subscription: { secondsAgo: 10 },
+      },
+      { op: 'ack', acks: [{ popped: 365, status: 'success', lease: 'none', group: 'own' }] },
+      { op: 'requeue', queue: 0, picks: [583, 405, 101] },
+      { op: 'ack', acks: [{ popped: 906, status: 'failed', lease: 'own', group: 'own' }] },
+      {
+        op: 'ack',
+        acks: [
+          { popped: 704, status: 'completed', lease: 'own', group: 2 },
+          { popped: 694, status: 'completed', lease: 'own', group: 'own' },
+        ],
+      },
+      {
+        op: 'configure',
+        queue: 0,
+        options: {
+          delayedProcessing: 0,
+          maxSize: 0,
+          retentionSeconds: 2,
+          retentionEnabled: true,
+          dlqAfterMaxRetries: true,
+          encryptionEnabled: false,
+          maxWaitTimeSeconds: 0,
+        },
+        named: true,
+      },
+      { op: 'retention' },
+    ],
+  },
 ];

@@ -6,6 +6,7 @@ import { newId } from '../identifiers.js';
 import type { DeadLetter } from '../storage.js';
 import { append } from './push.js';
 import {
+  forgetMessage,
   type MemoryConsumer,
   type MemoryMessage,
   type MemoryPartition,
@@ -100,7 +101,7 @@ export function requeueDeadLetters(store: MemoryStore, name: string, dlqIds: str
       partition.dedup.delete(letter.transactionId);
       const at = partition.messages.indexOf(old);
       if (at >= 0) partition.messages.splice(at, 1);
-      for (const consumer of partition.consumers.values()) consumer.resolved.delete(old.seq);
+      forgetMessage(partition, old);
     }
     append(
       store,

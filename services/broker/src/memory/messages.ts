@@ -3,7 +3,14 @@
  * (docs/broker.md, "Queen compatibility"), lookup by id and lua/deleteMessage-1.lua.
  */
 import { type MessageView, newestFirstPage, QUEUE_MODE, type QueueMessageState } from '../storage.js';
-import { locate, type MemoryMessage, type MemoryStore, messageView, positionAt } from './state.js';
+import {
+  forgetMessage,
+  locate,
+  type MemoryMessage,
+  type MemoryStore,
+  messageView,
+  positionAt,
+} from './state.js';
 
 function queueMessageState(
   queue: string,
@@ -103,6 +110,6 @@ export function deleteMessage(store: MemoryStore, partitionId: string, transacti
   if (!partition || !message) return false;
   partition.dedup.delete(transactionId);
   partition.messages.splice(partition.messages.indexOf(message), 1);
-  for (const consumer of partition.consumers.values()) consumer.resolved.delete(message.seq);
+  forgetMessage(partition, message);
   return true;
 }

@@ -292,6 +292,17 @@ export function resolve(queue: MemoryQueue, consumer: MemoryConsumer, group: str
   queue.resolvedBy.set(group, (queue.resolvedBy.get(group) ?? 0) + 1);
 }
 
+/**
+ * After `message` left the partition (deleted or requeued): no consumer keeps it resolved, and
+ * each moves over what it had resolved right behind it (as lua forget_entry).
+ */
+export function forgetMessage(partition: MemoryPartition, message: MemoryMessage): void {
+  for (const consumer of partition.consumers.values()) {
+    consumer.resolved.delete(message.seq);
+    advance(partition, consumer);
+  }
+}
+
 /** Moves the position over messages already resolved, so the resolved set stays small. */
 export function advance(partition: MemoryPartition, consumer: MemoryConsumer): void {
   if (consumer.resolved.size === 0) return;
