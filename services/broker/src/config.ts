@@ -1,12 +1,17 @@
 import { boolean, duration, enumOf, hexBytes, hexBytesList, integer, list, string } from '@herald/config';
 import { httpSettings } from '@herald/http';
+import { redisSettings } from '@herald/redis';
 import { brokerAuthSettings } from './auth.js';
 
 /** Every environment variable the broker reads (docs/broker.md lists them with defaults). */
 export const brokerSpec = {
   ...httpSettings(6632),
-  /** Unset: the in-process backend (one node, nothing survives a restart). */
-  REDIS_URL: string(),
+  /**
+   * REDIS_URL, REDIS_SENTINELS (+ REDIS_SENTINEL_MASTER…), REDIS_CLUSTER_NODES, REDIS_USERNAME,
+   * REDIS_PASSWORD, REDIS_TLS: one definition for both services, in @herald/redis
+   * (`redisTopologyFrom`). None set: the in-process backend (one node, nothing survives a restart).
+   */
+  ...redisSettings,
   /** Prefix of every Redis key the broker writes (hash tags are added per queue). */
   BROKER_KEY_PREFIX: string({ default: 'herald:broker:' }),
   DEFAULT_BATCH_SIZE: integer({ default: 1, min: 1, max: 10_000 }),

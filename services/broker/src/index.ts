@@ -1,6 +1,7 @@
 import type { AddressInfo } from 'node:net';
 import { createServerKit } from '@herald/http';
 import { createMetrics } from '@herald/metrics';
+import { redisTopologyFrom } from '@herald/redis';
 import type { FastifyInstance, FastifyServerOptions, RouteOptions } from 'fastify';
 import { brokerAuthPlugin, requireDeclaredAccess } from './auth.js';
 import type { BrokerConfig } from './config.js';
@@ -71,9 +72,10 @@ export async function startBroker(config: BrokerConfig, options: StartOptions = 
     },
   });
   const { app, lifecycle } = kit;
-  if (config.REDIS_URL) {
+  const redis = redisTopologyFrom(config);
+  if (redis) {
     storage = new RedisStorage({
-      url: config.REDIS_URL,
+      topology: redis,
       prefix: config.BROKER_KEY_PREFIX,
       commandDuration: metrics.redisCommandDuration,
       log: app.log,
@@ -81,7 +83,7 @@ export async function startBroker(config: BrokerConfig, options: StartOptions = 
   } else {
     storage = new MemoryStorage();
     app.log.warn(
-      'REDIS_URL is not set: using the in-process backend (one node; messages do not survive a restart)',
+      'no Redis is configured (REDIS_URL, REDIS_SENTINELS or REDIS_CLUSTER_NODES): using the in-process backend (one node; messages do not survive a restart)',
     );
   }
   const activeStorage = storage;
@@ -107,11 +109,11 @@ export async function startBroker(config: BrokerConfig, options: StartOptions = 
   };
   // Not awaited: with Redis away at boot the node listens at once and reports not ready
   // (issue #9, defect 7); maintenance schedules its jobs when Redis is reachable.
-  const maintenance: Maintenance = config.REDIS_URL
+  const maintenance: Maintenance = redis
     ? startRedisMaintenance({
         storage: activeStorage,
         metrics: brokerMetrics,
-        redisUrl: config.REDIS_URL,
+        topology: redis,
         keyPrefix: config.BROKER_KEY_PREFIX,
         intervals,
         log: app.log,

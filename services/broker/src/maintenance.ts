@@ -3,14 +3,15 @@ import {
   createRedis,
   isConnectionError,
   loggableError,
-  parseRedisOptions,
   type Redis,
+  type RedisTopology,
   replyWithin,
   settleWithin,
 } from '@herald/redis';
 import { type Job, Queue, Worker } from 'bullmq';
 import type { FastifyBaseLogger } from 'fastify';
 import type { BrokerMetrics } from './metrics.js';
+import { brokerRedisTopology } from './redis-topology.js';
 import type { BrokerStorage } from './storage.js';
 
 export interface MaintenanceIntervals {
@@ -76,12 +77,18 @@ const BULL_AFTER_OUTAGE = /Missing key for job|Missing lock for job|could not re
 export function startRedisMaintenance(options: {
   storage: BrokerStorage;
   metrics: BrokerMetrics;
-  redisUrl: string;
+  /** Where Redis lives: `topology` (`redisTopologyFrom`) or `redisUrl` (standalone), one of them. */
+  topology?: RedisTopology;
+  redisUrl?: string;
   keyPrefix: string;
   intervals: MaintenanceIntervals;
   log: FastifyBaseLogger;
 }): Maintenance {
   const { storage, metrics, intervals, log } = options;
+  const topology = brokerRedisTopology({
+    ...(options.topology ? { topology: options.topology } : {}),
+    ...(options.redisUrl !== undefined ? { url: options.redisUrl } : {}),
+  });
   const prefix = `{${options.keyPrefix}bull}`;
   const heartbeatKey = `${prefix}:herald-maintenance-heartbeat`;
   const connections: Redis[] = [];
@@ -89,7 +96,7 @@ export function startRedisMaintenance(options: {
   // ~100 per outage); the storage logs an outage once, when lost and when back (OutageLog), so
   // connection errors are not logged here.
   const connect = (name: string) => {
-    const redis = createRedis(parseRedisOptions(options.redisUrl, { connectionName: name }));
+    const redis = createRedis({ topology, connectionName: name });
     redis.on('error', () => undefined);
     connections.push(redis);
     return redis;

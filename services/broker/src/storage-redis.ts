@@ -11,13 +11,12 @@ import type { Histogram } from '@herald/metrics';
 import {
   closeRedis,
   createRedis,
+  describeTopology,
   instrumentRedis,
   OutageLog,
   type OutageLogger,
-  parseRedisOptions,
   probeRedis,
   type Redis,
-  redisTarget,
   runScript,
   type ScriptSet,
   scriptNamed,
@@ -38,6 +37,7 @@ import { applyRetention, RETENTION_RUN_BUDGET_MS } from './redis/retention.js';
 import { cachedStats, partitionStates, refreshStats } from './redis/stats.js';
 import { RedisTraces } from './redis/traces.js';
 import { transaction } from './redis/transaction.js';
+import { brokerRedisTopology, type RedisLocation } from './redis-topology.js';
 import { loadBrokerScripts } from './scripts.js';
 import type {
   AckInput,
@@ -66,8 +66,8 @@ import type {
 } from './storage.js';
 import { RedisStreams } from './streams/redis.js';
 
-export interface RedisStorageOptions {
-  readonly url: string;
+/** Where Redis lives: `topology` (`redisTopologyFrom`) or `url` (standalone), one of them. */
+export interface RedisStorageOptions extends RedisLocation {
   /** Prefix of every key (`herald:broker:`); each queue's keys add a hash tag after it. */
   readonly prefix: string;
   readonly commandDuration?: Histogram<'command'>;
@@ -100,15 +100,16 @@ export class RedisStorage implements BrokerStorage {
 
   constructor(private readonly options: RedisStorageOptions) {
     this.prefix = options.prefix;
-    this.redis = createRedis(
-      parseRedisOptions(options.url, { connectionName: 'herald-broker', commandTimeout: COMMAND_TIMEOUT_MS }),
-    );
+    const topology = brokerRedisTopology(options);
+    this.redis = createRedis({
+      topology,
+      connectionName: 'herald-broker',
+      commandTimeout: COMMAND_TIMEOUT_MS,
+    });
     if (options.commandDuration) instrumentRedis(this.redis, options.commandDuration);
-    this.subscriber = createRedis(
-      parseRedisOptions(options.url, { connectionName: 'herald-broker-notify', forSubscriber: true }),
-    );
+    this.subscriber = createRedis({ topology, connectionName: 'herald-broker-notify', forSubscriber: true });
     // Outages surface through /readyz, 503s and two log lines; an unhandled 'error' event would crash.
-    const outages = new OutageLog(options.log, redisTarget(options.url));
+    const outages = new OutageLog(options.log, describeTopology(topology));
     outages.watch(this.redis, 'herald-broker');
     outages.watch(this.subscriber, 'herald-broker-notify');
     this.scripts = options.scripts ?? loadBrokerScripts();
@@ -149,8 +150,8 @@ export class RedisStorage implements BrokerStorage {
     void this.subscriber.subscribe(this.key('notify'), this.key('control')).catch(() => undefined);
   }
 
-  /** The URL given at construction (for BullMQ connections of the maintenance module). */
-  get url(): string {
+  /** The URL given at construction, if it was given one rather than a topology. */
+  get url(): string | undefined {
     return this.options.url;
   }
 

@@ -1,6 +1,6 @@
 import { after, before } from 'node:test';
 import { parseEnv } from '@herald/config';
-import { testRedisUrl, uniquePrefix } from '@herald/testkit';
+import { REDIS_TOPOLOGY_VARIABLES, testRedisEnvironment, uniquePrefix } from '@herald/testkit';
 import { brokerSpec } from '../src/config.js';
 import { type Broker, startBroker } from '../src/index.js';
 
@@ -18,7 +18,11 @@ export async function startTestBroker(backend: Backend, extra: Record<string, st
     SHUTDOWN_TIMEOUT: '2000',
   };
   if (backend === 'redis') {
-    environment.REDIS_URL = await testRedisUrl();
+    // HERALD_TEST_TOPOLOGY picks standalone, Sentinel or Cluster; a test that names its own
+    // Redis (a proxy's URL) keeps it.
+    if (!REDIS_TOPOLOGY_VARIABLES.some((name) => name in extra)) {
+      Object.assign(environment, await testRedisEnvironment());
+    }
     environment.BROKER_KEY_PREFIX = uniquePrefix('broker');
   }
   // Last, so a test can pick its own key prefix (to measure what the broker stored).
