@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { stopTestRedis, testRedisUrl, uniquePrefix, waitFor } from '@herald/testkit';
+import { stopTestRedis, testRedisEnvironment, uniquePrefix, waitFor } from '@herald/testkit';
 import {
   type HubProcess,
   publishOk,
@@ -25,7 +25,7 @@ describe('a two-node cluster on one Redis', () => {
 
   before(async () => {
     environment = {
-      REDIS_URL: await testRedisUrl(),
+      ...(await testRedisEnvironment()),
       MERCURE_REDIS_PREFIX: uniquePrefix('cluster'),
       MERCURE_ANONYMOUS: '1',
       MERCURE_SUBSCRIPTIONS: '1',

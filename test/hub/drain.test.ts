@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, describe, test } from 'node:test';
-import { stopTestRedis, testRedisUrl, uniquePrefix, waitFor } from '@herald/testkit';
+import { stopTestRedis, testRedisEnvironment, uniquePrefix, waitFor } from '@herald/testkit';
 import { publishOk, SseStream, spawnHub, subscribeUrl } from './support.js';
 
 after(stopTestRedis);
@@ -8,7 +8,7 @@ after(stopTestRedis);
 describe('graceful drain on SIGTERM', () => {
   test('not ready at once, new subscribers refused, streams closed over the window, exit 0', async () => {
     const node = await spawnHub({
-      REDIS_URL: await testRedisUrl(),
+      ...(await testRedisEnvironment()),
       MERCURE_REDIS_PREFIX: uniquePrefix('drain'),
       MERCURE_ANONYMOUS: '1',
       MERCURE_DRAIN_WINDOW: '1500ms',

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { stopTestRedis, testRedisUrl, uniquePrefix } from '@herald/testkit';
+import { stopTestRedis, testRedisEnvironment, uniquePrefix } from '@herald/testkit';
 import { type HubProcess, publishOk, SseStream, spawnHub, subscribeUrl } from './support.js';
 
 describe('a hub node killed with SIGKILL', () => {
@@ -8,7 +8,7 @@ describe('a hub node killed with SIGKILL', () => {
   let nodeB: HubProcess;
   before(async () => {
     const environment = {
-      REDIS_URL: await testRedisUrl(),
+      ...(await testRedisEnvironment()),
       MERCURE_REDIS_PREFIX: uniquePrefix('kill'),
       MERCURE_ANONYMOUS: '1',
     };

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { after, describe, test } from 'node:test';
-import { stopTestRedis, testRedisUrl, uniquePrefix } from '@herald/testkit';
+import { stopTestRedis, testRedisEnvironment, uniquePrefix } from '@herald/testkit';
 import { type HubProcess, publishOk, SECURE, SseStream, spawnHub, subscribeUrl } from './support.js';
 
 /**
@@ -112,7 +112,7 @@ for (const backend of ['memory', 'redis'] as const) {
   describe(`hostile subscribe pattern flood (${backend} backend)`, () => {
     const environment = async (): Promise<Record<string, string>> =>
       backend === 'redis'
-        ? { REDIS_URL: await testRedisUrl(), MERCURE_REDIS_PREFIX: uniquePrefix('flood') }
+        ? { ...(await testRedisEnvironment()), MERCURE_REDIS_PREFIX: uniquePrefix('flood') }
         : {};
 
     test('anonymous off: every request is a 401, the hub stays responsive', async () => {

@@ -10,6 +10,8 @@
 -- ARGV[3] history size bound (approximate: whole stream nodes are trimmed)
 -- ARGV[4] history age bound in milliseconds, 0 for none
 -- ARGV[5] deadline in Redis server time (ms): past it the node has already answered 503
+-- ARGV[6] '1': fan out with SPUBLISH (Redis Cluster: sharded pub/sub, carried by the shard owning
+--         KEYS[4] only); else PUBLISH (standalone, Sentinel)
 -- Returns { position (stream entry id), 1 when the id was already in history (nothing appended)
 -- else 0 }; the channel message is "<position>\n<encoded update>".
 -- Errors with DEADLINE when run after ARGV[5]: changes nothing.
@@ -52,5 +54,9 @@ if #oldest > 0 then
     redis.call('ZREM', KEYS[3], unpack(stale))
   end
 end
-redis.call('PUBLISH', KEYS[4], position .. '\n' .. ARGV[2])
+if ARGV[6] == '1' then
+  redis.call('SPUBLISH', KEYS[4], position .. '\n' .. ARGV[2])
+else
+  redis.call('PUBLISH', KEYS[4], position .. '\n' .. ARGV[2])
+end
 return { position, 0 }

@@ -1,5 +1,5 @@
 import { performance } from 'node:perf_hooks';
-import { type Redis, replyWithin } from '@herald/redis';
+import { type RedisClient, replyWithin } from '@herald/redis';
 
 /** Bound on the TIME round trip that maps the node's clock onto Redis's. */
 const CLOCK_TIMEOUT = 1000;
@@ -10,12 +10,16 @@ const CLOCK_TIMEOUT = 1000;
  * a lower bound (`redisMs >= performance.now() + offset` for any later instant: the TIME reply
  * is taken as read at the end of the round trip), so a deadline computed with it never lands
  * after the node's own. Measured again after every reconnect (another Redis may answer).
+ *
+ * On Redis Cluster, TIME goes to one primary and each shard checks a deadline against its own
+ * clock: the shards' clocks must agree (NTP) within the margin between the script budget and the
+ * publish timeout (1 s), as the resume window already requires (docs/hub.md, Redis topologies).
  */
 export class RedisClock {
   private offset: number | undefined;
   private measurement: Promise<number> | undefined;
 
-  constructor(private readonly redis: Redis) {
+  constructor(private readonly redis: RedisClient) {
     redis.on('close', () => {
       this.offset = undefined;
     });

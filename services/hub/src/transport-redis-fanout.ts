@@ -1,6 +1,16 @@
 import { randomUUID } from 'node:crypto';
 import type { EventEmitter } from 'node:events';
-import { loggableError, type OutageLog, type Redis, replyWithin } from '@herald/redis';
+import {
+  isCluster,
+  loggableError,
+  type OutageLog,
+  onShardedMessage,
+  publishSharded,
+  type RedisClient,
+  replyWithin,
+  subscribeSharded,
+  unsubscribeSharded,
+} from '@herald/redis';
 import { RESUME_WINDOW } from './partitions.js';
 import type { RedisClock } from './redis-clock.js';
 import type { TransportEvents, TransportLog, UpdateListener } from './transport.js';
@@ -29,19 +39,26 @@ interface Join {
 }
 
 export interface RedisFanoutOptions {
-  /** The node's own subscriber connection (SUBSCRIBE mode). */
-  readonly subscriber: Redis;
+  /**
+   * The node's own subscriber connection (SUBSCRIBE mode); on Redis Cluster a Cluster client with
+   * sharded subscribers (SSUBSCRIBE, one connection per shard).
+   */
+  readonly subscriber: RedisClient;
   /** Publishes the probes: the fail-fast publish connection, so a probe fails while it is down. */
-  readonly publisher: Redis;
+  readonly publisher: RedisClient;
   /** Reads the history to fill gaps. */
-  readonly command: Redis;
+  readonly command: RedisClient;
   readonly clock: RedisClock;
   readonly outages: OutageLog;
   /** Each partition's history stream and channel (index = partition). */
   readonly histories: readonly string[];
   readonly channels: readonly string[];
-  /** This node's own channel for its end-to-end probes, always subscribed. */
-  readonly probeChannel: string;
+  /**
+   * This node's probe channel in each partition's slot (index = partition). The one of partition
+   * 0 is always subscribed and probed; on Redis Cluster the one of every watched partition too,
+   * so each shard connection the node listens on is verified end to end.
+   */
+  readonly probeChannels: readonly string[];
   /** Decodes an entry or a message of a partition (the transport adds what it knows of the topics). */
   readonly decode: (position: Position, text: string, partition: number) => StoredUpdate;
   readonly events: EventEmitter<TransportEvents>;
@@ -53,16 +70,18 @@ export interface RedisFanoutOptions {
 }
 
 /**
- * The receiving side of the Redis transport: one subscriber connection per node, subscribed to the
- * channels of the partitions the node's subscribers need (docs/hub.md, which partitions a node
- * listens to), fanned out locally.
+ * The receiving side of the Redis transport: one subscriber connection per node (on Redis Cluster
+ * one per shard, SSUBSCRIBE), subscribed to the channels of the partitions the node's subscribers
+ * need (docs/hub.md, which partitions a node listens to), fanned out locally.
  *
  * Delivery invariant: within each partition the listener sees positions strictly increasing. After
  * any (re)subscription the node buffers live messages of every partition, verifies the path end to
  * end with a probe, reads the history after the last position it dispatched, every partition
  * merged by time, then flushes the buffer; duplicates are dropped by position. So a Redis restart
  * or failover costs latency, never an update within the history bounds, and no partition trails
- * another on this node by more than their transit times (the resume window rests on it).
+ * another on this node by more than their transit times (the resume window rests on it). On a
+ * Cluster the loss of one shard's subscriber connection puts the whole node in recovery, as the
+ * loss of the one connection does elsewhere.
  */
 export class RedisFanout {
   private listener: UpdateListener | undefined;
@@ -87,6 +106,11 @@ export class RedisFanout {
   private stopped = false;
   /** The history tail could not be read at start: the first recovery reads it instead of filling. */
   private baselineUnknown = false;
+  /** Redis Cluster: sharded pub/sub, a probe per watched partition. */
+  private readonly sharded: boolean;
+  /** A shard subscriber connection was lost since the shards were last all subscribed (Cluster). */
+  private shardLost = false;
+  private readonly probeChannelSet: ReadonlySet<string>;
 
   constructor(
     private readonly options: RedisFanoutOptions,
@@ -99,6 +123,23 @@ export class RedisFanout {
       this.partitionOfChannel.set(channel, partition);
     for (const partition of alwaysWatched) this.watchers[partition] = 1;
     this.initiallyWatched = alwaysWatched;
+    this.sharded = isCluster(options.subscriber);
+    this.probeChannelSet = new Set(options.probeChannels);
+  }
+
+  /**
+   * The channels subscribed for a watched partition: its fan-out channel, and on a Cluster its probe
+   * channel (same slot, so the same shard connection); partition 0's probe channel is always on.
+   */
+  private channelsOf(partition: number): string[] {
+    const { channels, probeChannels } = this.options;
+    const fanout = channels[partition] as string;
+    return this.sharded && partition !== 0 ? [fanout, probeChannels[partition] as string] : [fanout];
+  }
+
+  /** The partitions probed each round: 0 (the node's own channel), and on a Cluster every watched one. */
+  private probedPartitions(): number[] {
+    return this.sharded ? [...new Set([0, ...this.watched()])] : [0];
   }
 
   get lastDispatchedPosition(): Cursor {
@@ -123,7 +164,7 @@ export class RedisFanout {
       if (this.watchers[partition] !== 0) continue;
       this.joins.delete(partition);
       this.lastPositions[partition] = ORIGIN_POSITION;
-      this.options.subscriber.unsubscribe(this.options.channels[partition] as string).catch(() => undefined);
+      unsubscribeSharded(this.options.subscriber, ...this.channelsOf(partition)).catch(() => undefined);
     }
   }
 
@@ -132,14 +173,13 @@ export class RedisFanout {
    * published from now on is read from history or received live, merged by position.
    */
   private join(partition: number): void {
-    const { clock, subscriber, channels } = this.options;
+    const { clock, subscriber } = this.options;
     // Clock unknown (Redis unreachable): the node's own, less the window the resume allows for skew.
     const now = clock.deadline(0) ?? Date.now() - RESUME_WINDOW;
     this.lastPositions[partition] = `${now - 1}-${MAX_SEQUENCE}`;
     const join: Join = { buffer: [], overflowed: false };
     this.joins.set(partition, join);
-    subscriber
-      .subscribe(channels[partition] as string)
+    subscribeSharded(subscriber, ...this.channelsOf(partition))
       .then(() => this.fillJoin(partition, join))
       .catch((error: unknown) => {
         if (this.joins.get(partition) !== join) return;
@@ -177,11 +217,28 @@ export class RedisFanout {
    * (wrapped: an async function would otherwise wait for it).
    */
   async start(listener: UpdateListener): Promise<{ readonly verified: Promise<void> }> {
-    const { subscriber, command, histories, channels, probeChannel } = this.options;
+    const { subscriber, command, histories, probeChannels } = this.options;
     this.listener = listener;
     subscriber.on('ready', () => this.onSubscriptionEstablished());
     subscriber.on('close', () => this.onSubscriptionLost());
-    subscriber.on('message', (channel: string, message: string) => this.onMessage(channel, message));
+    onShardedMessage(subscriber, (channel, message) => this.onMessage(channel, message));
+    if (this.sharded) {
+      // A shard's subscriber connection ended (its primary died or was failed over): ioredis
+      // replaces it and subscribes again, then says 'subscribersReady'. Messages of that shard in
+      // between are lost: the node recovers as after any lost subscription. ('-node' without a
+      // node key comes from the command connections, not a subscriber.)
+      subscriber.on('-node', (_redis: unknown, nodeKey?: string) => {
+        if (nodeKey === undefined || this.stopped) return;
+        this.shardLost = true;
+        this.onSubscriptionLost();
+        this.scheduleProbe(Math.min(500, this.options.probeInterval ?? 5000));
+      });
+      subscriber.on('subscribersReady', () => {
+        if (!this.shardLost) return;
+        this.shardLost = false;
+        this.onSubscriptionEstablished();
+      });
+    }
     // The baseline position is read before subscribing, so the first gap fill covers whatever is
     // published between this read and the subscription becoming active.
     const verified = new Promise<void>((resolve) => {
@@ -201,8 +258,8 @@ export class RedisFanout {
     }
     // Not awaited: while Redis is down the command waits in the offline queue, and the node must
     // still start (alive, not ready) and keep probing.
-    const initialChannels = this.initiallyWatched.map((partition) => channels[partition] as string);
-    subscriber.subscribe(probeChannel, ...initialChannels).catch(() => undefined);
+    const initialChannels = this.initiallyWatched.flatMap((partition) => this.channelsOf(partition));
+    subscribeSharded(subscriber, probeChannels[0] as string, ...initialChannels).catch(() => undefined);
     if (subscriber.status === 'ready') this.scheduleProbe(0);
     return { verified };
   }
@@ -239,7 +296,7 @@ export class RedisFanout {
   }
 
   private onMessage(channel: string, message: string): void {
-    if (channel === this.options.probeChannel) {
+    if (this.probeChannelSet.has(channel)) {
       if (message.startsWith(PROBE_PREFIX)) this.pendingProbes.get(message.slice(PROBE_PREFIX.length))?.();
       return;
     }
@@ -288,9 +345,11 @@ export class RedisFanout {
   }
 
   /**
-   * The node publishes a probe on its own fan-out channel and must receive it back: a connected
+   * The node publishes a probe on its own channel and must receive it back: a connected
    * subscriber socket is not proof that messages flow (a failed-over primary may have no
-   * subscription for us), so readiness rests on this round trip.
+   * subscription for us), so readiness rests on this round trip. On a Cluster one probe per
+   * watched partition, on that partition's slot: every shard connection carrying the node's
+   * partitions is verified.
    */
   private async runProbe(): Promise<void> {
     if (this.probing || this.stopped) return;
@@ -321,20 +380,31 @@ export class RedisFanout {
   }
 
   private async probe(): Promise<boolean> {
-    const { publisher, subscriber, clock, probeChannel } = this.options;
-    const nonce = randomUUID();
+    const { publisher, subscriber, clock, probeChannels } = this.options;
     const timeout = this.options.probeTimeout ?? 2000;
-    const arrived = new Promise<void>((resolve) => this.pendingProbes.set(nonce, resolve));
+    const probes = this.probedPartitions().map((partition) => {
+      const nonce = randomUUID();
+      const arrived = new Promise<void>((resolve) => this.pendingProbes.set(nonce, resolve));
+      return { channel: probeChannels[partition] as string, nonce, arrived };
+    });
     try {
       if (publisher.status !== 'ready' || subscriber.status !== 'ready') return false;
       await clock.measure();
-      await replyWithin(publisher.publish(probeChannel, PROBE_PREFIX + nonce), timeout, 'probe publish');
-      await replyWithin(arrived, timeout, 'probe delivery');
+      await Promise.all(
+        probes.map(async ({ channel, nonce, arrived }) => {
+          await replyWithin(
+            publishSharded(publisher, channel, PROBE_PREFIX + nonce),
+            timeout,
+            'probe publish',
+          );
+          await replyWithin(arrived, timeout, 'probe delivery');
+        }),
+      );
       return true;
     } catch {
       return false;
     } finally {
-      this.pendingProbes.delete(nonce);
+      for (const { nonce } of probes) this.pendingProbes.delete(nonce);
     }
   }
 

@@ -1,4 +1,4 @@
-import type { Redis } from '@herald/redis';
+import type { RedisClient } from '@herald/redis';
 import { type Cursor, comparePositions, decodeUpdate, type Position, type StoredUpdate } from './update.js';
 
 /** A history stream entry as ioredis returns it: the position and the field list (`u`, update). */
@@ -11,7 +11,7 @@ export function decodeEntry([position, fields]: StreamEntry, partition = 0): Sto
 
 /** Entries with `after < position <= upTo` (after undefined: from the oldest), at most `limit`. */
 export async function readEntries(
-  redis: Redis,
+  redis: RedisClient,
   history: string,
   after: Position | undefined,
   upTo: Position | '+',
@@ -27,7 +27,7 @@ export async function readEntries(
 }
 
 /** The newest entry of the history, if any. */
-export async function readNewestEntry(redis: Redis, history: string): Promise<StreamEntry | undefined> {
+export async function readNewestEntry(redis: RedisClient, history: string): Promise<StreamEntry | undefined> {
   const tail = (await redis.xrevrange(history, '+', '-', 'COUNT', 1)) as StreamEntry[];
   return tail[0];
 }
@@ -65,7 +65,7 @@ export interface MergedRead {
  * from each partition hold every entry of the merged first `limit`, so pages chain by moving the
  * cursor past the last entry of each partition returned.
  */
-export async function readMerged(redis: Redis, read: MergedRead): Promise<StoredUpdate[]> {
+export async function readMerged(redis: RedisClient, read: MergedRead): Promise<StoredUpdate[]> {
   const pages = await Promise.all(
     read.partitions.map(async (partition) => {
       const entries = await readEntries(

@@ -1,4 +1,11 @@
-import { isNoScript, type LuaScript, pipelineScript, type Redis, runScript } from '@herald/redis';
+import {
+  isCluster,
+  isNoScript,
+  type LuaScript,
+  pipelineScript,
+  type RedisClient,
+  runScript,
+} from '@herald/redis';
 import { partitionsOfTopics } from './partitions.js';
 import type { RedisClock } from './redis-clock.js';
 import type { Published } from './transport.js';
@@ -28,6 +35,7 @@ export interface PartitionKeys {
 
 /** One copy of an update: one script call on one partition's keys. */
 interface PendingPublish {
+  readonly partition: number;
   readonly keys: readonly string[];
   readonly args: (string | number)[];
   readonly resolve: (published: Published) => void;
@@ -35,8 +43,8 @@ interface PendingPublish {
 }
 
 export interface RedisPublisherOptions {
-  /** The fail-fast publish connection. */
-  readonly publisher: Redis;
+  /** The fail-fast publish connection (a Cluster client on Redis Cluster). */
+  readonly publisher: RedisClient;
   readonly clock: RedisClock;
   readonly script: LuaScript;
   /** Each partition's keys (index = partition). */
@@ -47,15 +55,21 @@ export interface RedisPublisherOptions {
 
 /**
  * The publishing side of the Redis transport: publish-4.lua (append to history and PUBLISH, one
- * atomic step) once per partition of the update's topics, with one deadline Redis itself checks. Publishes of one event loop turn go out as one
- * pipeline: one socket write and one round trip instead of one each (profile of the publish path:
- * the per-command write syscall was the top frame). Each script still runs atomically, in arrival
- * order; one timer bounds the whole batch.
+ * atomic step) once per partition of the update's topics, with one deadline Redis itself checks.
+ * Publishes of one event loop turn go out as one pipeline: one socket write and one round trip
+ * instead of one each (profile of the publish path: the per-command write syscall was the top
+ * frame). On Redis Cluster a pipeline may only hold keys of one slot, so it is one pipeline per
+ * partition, and the script fans out with SPUBLISH (docs/hub.md, Redis topologies). Each script
+ * still runs atomically, in arrival order; one timer bounds the whole batch.
  */
 export class RedisPublisher {
   private pending: PendingPublish[] = [];
+  /** publish-4.lua's ARGV[6]: '1' for SPUBLISH (Cluster), '0' for PUBLISH. */
+  private readonly sharded: string;
 
-  constructor(private readonly options: RedisPublisherOptions) {}
+  constructor(private readonly options: RedisPublisherOptions) {
+    this.sharded = isCluster(options.publisher) ? '1' : '0';
+  }
 
   /**
    * Rejects with the Redis or timeout error of any copy (the caller decides what the client is
@@ -68,7 +82,13 @@ export class RedisPublisher {
       const { history, historyIds, historyIdsByTime, channel } = partitions[partition] as PartitionKeys;
       return new Promise<Published>((resolve, reject) => {
         const keys = [history, historyIds, historyIdsByTime, channel];
-        this.pending.push({ keys, args: [update.id, encoded, historySize, historyTtl], resolve, reject });
+        this.pending.push({
+          partition,
+          keys,
+          args: [update.id, encoded, historySize, historyTtl],
+          resolve,
+          reject,
+        });
         if (this.pending.length === 1) setImmediate(() => this.flush());
       });
     });
@@ -105,26 +125,41 @@ export class RedisPublisher {
       const error = new Error(`publish: no reply within ${PUBLISH_TIMEOUT} ms`);
       for (const pending of batch) pending.reject(error);
     }, PUBLISH_TIMEOUT);
-    const pipeline = publisher.pipeline();
-    for (const pending of batch) pipelineScript(pipeline, script, pending.keys, [...pending.args, deadline]);
-    pipeline.exec().then(
-      (results) => {
-        batch.forEach((pending, index) => {
-          const [error, reply] = results?.[index] ?? [new Error('publish: no reply'), null];
-          // After a Redis restart the script cache is empty: EVAL reloads it.
-          if (isNoScript(error)) {
-            runScript<PublishReply>(publisher, script, pending.keys, [...pending.args, deadline]).then(
-              (reloaded) => settle(pending, undefined, reloaded),
-              (retryError: unknown) => settle(pending, retryError),
-            );
-          } else {
-            settle(pending, error, reply as PublishReply);
-          }
-        });
-      },
-      (error: unknown) => {
-        for (const pending of batch) settle(pending, error);
-      },
-    );
+    const scriptArguments = (pending: PendingPublish) => [...pending.args, deadline, this.sharded];
+    for (const group of this.pipelineGroups(batch)) {
+      const pipeline = publisher.pipeline();
+      for (const pending of group) pipelineScript(pipeline, script, pending.keys, scriptArguments(pending));
+      pipeline.exec().then(
+        (results) => {
+          group.forEach((pending, index) => {
+            const [error, reply] = results?.[index] ?? [new Error('publish: no reply'), null];
+            // After a Redis restart (or on a promoted replica) the script cache is empty: EVAL reloads it.
+            if (isNoScript(error)) {
+              runScript<PublishReply>(publisher, script, pending.keys, scriptArguments(pending)).then(
+                (reloaded) => settle(pending, undefined, reloaded),
+                (retryError: unknown) => settle(pending, retryError),
+              );
+            } else {
+              settle(pending, error, reply as PublishReply);
+            }
+          });
+        },
+        (error: unknown) => {
+          for (const pending of group) settle(pending, error);
+        },
+      );
+    }
+  }
+
+  /** One pipeline for the batch; on a Cluster one per partition (a pipeline holds one slot's keys). */
+  private pipelineGroups(batch: readonly PendingPublish[]): PendingPublish[][] {
+    if (this.sharded === '0') return [[...batch]];
+    const byPartition = new Map<number, PendingPublish[]>();
+    for (const pending of batch) {
+      const group = byPartition.get(pending.partition);
+      if (group) group.push(pending);
+      else byPartition.set(pending.partition, [pending]);
+    }
+    return [...byPartition.values()];
   }
 }

@@ -3,7 +3,7 @@ import {
   type LuaScript,
   loggableError,
   type OutageLog,
-  type Redis,
+  type RedisClient,
   runScript,
   settleWithin,
 } from '@herald/redis';
@@ -16,9 +16,9 @@ const REAP_BATCH = 16;
 
 export interface RedisSubscriptionRegistryOptions {
   /** Writes and the lease: they wait out an outage in the offline queue. */
-  readonly command: Redis;
+  readonly command: RedisClient;
   /** Reads for a request (`list`): the deadline connection, refused at once during an outage. */
-  readonly reader: Redis;
+  readonly reader: RedisClient;
   readonly nodeId: string;
   readonly keys: {
     /** hash: subscription id -> record (JSON), cluster-wide. */

@@ -15,13 +15,11 @@ import {
   loggableError,
   OutageLog,
   parseRedisOptions,
-  type Redis,
+  type RedisClient,
   type RedisTopology,
   replyWithin,
   runScript,
   type ScriptSet,
-  type SentinelTopology,
-  type StandaloneTopology,
   scriptNamed,
 } from '@herald/redis';
 import { TransportUnavailableError } from './errors.js';
@@ -98,49 +96,46 @@ export interface RedisTransportOptions {
   readonly log?: TransportLog;
 }
 
+/** The topology the transport connects to: standalone, Sentinel or Cluster (docs/hub.md, Redis topologies). */
+function serverTopology(options: RedisTransportOptions): RedisTopology {
+  const topology =
+    options.topology ?? (options.url === undefined ? undefined : parseRedisOptions(options.url).topology);
+  if (!topology) throw new Error('RedisTransport: a topology or a url is required');
+  return topology;
+}
+
 /**
  * Redis backend. History is one stream per topic partition; publishing is one Lua script per
  * partition of the update's topics (XADD + PUBLISH with the position stamped in the message,
  * transport-redis-publish.ts); each node subscribes to the partitions its subscribers need and fans
  * out locally (transport-redis-fanout.ts); the active subscriptions registry lives beside it
  * (transport-redis-registry.ts). This class owns the connections and answers history reads.
+ *
+ * The same code runs on every topology (docs/hub.md, Redis topologies): Sentinel is the
+ * standalone path over a connection that follows the primary; on Redis Cluster each partition's
+ * keys and channel share one slot, the scripts SPUBLISH, nodes SSUBSCRIBE (one connection per
+ * shard) and probe every shard they listen on, and the registry lives in the `{hub}` slot.
  */
-/**
- * The topology the transport connects to. Redis Cluster is refused here until the hub's keys,
- * channels and fan-out run on it (issue #12 item 3: sharded pub/sub, declared slots).
- */
-function serverTopology(options: RedisTransportOptions): StandaloneTopology | SentinelTopology {
-  const topology =
-    options.topology ?? (options.url === undefined ? undefined : parseRedisOptions(options.url).topology);
-  if (!topology) throw new Error('RedisTransport: a topology or a url is required');
-  if (topology.kind === 'cluster') {
-    throw new Error(
-      'the hub does not run on Redis Cluster yet (issue #12): use REDIS_URL or REDIS_SENTINELS',
-    );
-  }
-  return topology;
-}
-
 export class RedisTransport implements Transport {
   readonly kind = 'redis' as const;
   readonly partitions: number;
   readonly events = new EventEmitter<TransportEvents>();
   readonly nodeId = randomUUID();
   /** Background work that may wait out an outage: registry writes, the fan-out's catch-up reads. */
-  private readonly command: Redis;
+  private readonly command: RedisClient;
   /**
    * Reads a request waits for (history, the registry, the cursor lookup) go through their own
    * deadline connection (`commandTimeout`): refused at once while Redis is away and after
    * READ_TIMEOUT when it stalls, so the request answers 503 instead of hanging.
    */
-  private readonly reader: Redis;
+  private readonly reader: RedisClient;
   /**
    * Publishes (and the probe) go through their own fail-fast connection: while Redis is away a
    * publish fails at once instead of waiting in ioredis's offline queue, and a publish in flight
    * when the connection drops is failed, not resent later (docs/hub.md, resent publishes).
    */
-  private readonly publisher: Redis;
-  private readonly subscriber: Redis;
+  private readonly publisher: RedisClient;
+  private readonly subscriber: RedisClient;
   private readonly clock: RedisClock;
   private readonly outages: OutageLog;
   private readonly scripts: ScriptSet;
@@ -155,9 +150,10 @@ export class RedisTransport implements Transport {
     const space = keyspace(`${options.prefix}${hashTag('hub')}:`);
     this.partitions = options.partitions ?? 1;
     // Partition 0 keeps the names of the unpartitioned layout; each other has its own hash tag.
-    this.partitionKeys = Array.from({ length: this.partitions }, (_, partition) => {
-      const partitionSpace =
-        partition === 0 ? space : keyspace(`${options.prefix}${hashTag(`hub:${partition}`)}:`);
+    const partitionSpaces = Array.from({ length: this.partitions }, (_, partition) =>
+      partition === 0 ? space : keyspace(`${options.prefix}${hashTag(`hub:${partition}`)}:`),
+    );
+    this.partitionKeys = partitionSpaces.map((partitionSpace) => {
       return {
         history: partitionSpace.key('history'),
         historyIds: partitionSpace.key('history-ids'),
@@ -203,7 +199,9 @@ export class RedisTransport implements Transport {
         outages: this.outages,
         histories: this.histories,
         channels: this.partitionKeys.map((keys) => keys.channel),
-        probeChannel: space.key('probe', this.nodeId),
+        // Partition 0's is the node's own channel (`P{hub}:probe:<node>`); the others share their
+        // partition's slot, for the per-shard probes on a Cluster.
+        probeChannels: partitionSpaces.map((partitionSpace) => partitionSpace.key('probe', this.nodeId)),
         decode: (position, text, partition) =>
           this.withTopicPartitions(decodeUpdate(position, text, partition)),
         events: this.events,

@@ -17,18 +17,36 @@
  * newest entry, then moves the memory clock past it too. Between `expire` steps no entry reaches
  * the bound on either side (HISTORY_TTL is far above the few milliseconds a seed's steps take).
  *
- * Replay a failure: HUB_DIFF_SEED=<seed> (one seed, same sequence), or HUB_DIFF_REPLAY='<json>'
- * with the sequence the failure printed.
+ * With topic partitions (MERCURE_PARTITIONS=8, issue #12; docs/hub.md, topic partitions) the
+ * Redis transport keeps a history per partition and writes one copy of an update per partition of
+ * its topics, while the in-process one keeps one history. The partitioned seeds compare everything
+ * that must still agree, and say what differs by design:
+ * - same: publish results (the entry, repeat or not), lastEventId, reads from the oldest or after
+ *   an entry up to an entry or the end (Redis's copies reduced to the one a match-all subscriber
+ *   takes, the lowest partition's), what the listener receives (reduced the same way), expiry;
+ * - differs, so compared differently: `historyLength` counts copies on Redis (compared with the
+ *   copies the model's history implies); `findPosition` answers a resume cursor RESUME_WINDOW before
+ *   the earliest copy, not an entry (compared: found or not); a read's `limit` counts copies on
+ *   Redis (reads are compared unlimited); the size bound is per partition on Redis (partitioned
+ *   seeds stay under it); an id reused with topics in other partitions appends the copies missing
+ *   there (partitioned seeds give each id one topic set, as a retry does);
+ * - Redis orders partitions by (ms, partition, seq): each partitioned publish starts in a later
+ *   Redis millisecond than the previous one ended, so that order is the publish order.
+ *
+ * Replay a failure: HUB_DIFF_SEED=<seed> (one seed, same sequence; a seed above
+ * PARTITIONED_SEED_OFFSET is a partitioned one), or HUB_DIFF_REPLAY='<json>' with the sequence the
+ * failure printed.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { createMetrics } from '@herald/metrics';
 import { RedisServer, seededRandom, uniquePrefix, waitFor } from '@herald/testkit';
 import { Redis } from 'ioredis';
+import { partitionsOfTopics, takesCopy } from '../src/partitions.js';
 import type { Transport } from '../src/transport.js';
 import { MemoryTransport } from '../src/transport-memory.js';
 import { RedisTransport } from '../src/transport-redis.js';
-import type { Position, StoredUpdate, Update } from '../src/update.js';
+import type { Cursor, Position, StoredUpdate, Update } from '../src/update.js';
 
 const SEED_COUNT = 40;
 const OPERATIONS_PER_SEED = 80;
@@ -43,6 +61,16 @@ const HISTORY_TTL = 2500;
 const MAX_STEPS_BETWEEN_EXPIRIES = 8;
 /** Past any position either backend hands out. */
 const END: Position = `${Number.MAX_SAFE_INTEGER}-0`;
+/** Partitioned seeds: their count, their partitions, and where their seed numbers start. */
+const PARTITIONED_SEED_COUNT = 12;
+const PARTITIONS = 8;
+const PARTITIONED_SEED_OFFSET = 1000;
+/** Above any partitioned sequence's publishes: no size trim (the bound is per partition on Redis). */
+const PARTITIONED_HISTORY_SIZE = 1000;
+/** A read of everything (partitioned reads are compared unlimited: a Redis page counts copies). */
+const UNLIMITED = 1_000_000;
+/** The largest sequence of a stream id. */
+const MAX_SEQUENCE = '18446744073709551615';
 
 interface Settings {
   readonly historySize: number;
@@ -67,6 +95,8 @@ type Operation =
 interface Sequence {
   readonly seed: number;
   readonly settings: Settings;
+  /** Topic partitions of the Redis transport (absent: 1). */
+  readonly partitions?: number;
   readonly operations: readonly Operation[];
 }
 
@@ -74,13 +104,22 @@ const TOPICS = ['https://example.com/a', 'https://example.com/b/1', 'urn:topic:�
 const DATA = ['', 'plain', 'two\nlines', 'ünïcödé ✓', '{"json":[1,2]}', ' spaced ', 'a'.repeat(300)];
 
 function generate(seed: number): Sequence {
+  const partitions = seed > PARTITIONED_SEED_OFFSET ? PARTITIONS : 1;
   const random = seededRandom(seed);
   const pick = <T>(values: readonly T[]): T => values[Math.floor(random() * values.length)] as T;
-  const historySize = 1 + Math.floor(random() * 8);
+  const drawnSize = 1 + Math.floor(random() * 8);
+  const historySize = partitions > 1 ? PARTITIONED_HISTORY_SIZE : drawnSize;
   // A third of the seeded runs bound the age too; the others have no age bound.
   const historyTtl = seed % 3 === 0 ? HISTORY_TTL : 0;
   // Few ids, so repeats (entry still in history) and reuse after a trim both happen often.
-  const ids = Array.from({ length: historySize + 3 }, (_, index) => `urn:diff:${seed}:${index}`);
+  const ids = Array.from({ length: drawnSize + 3 }, (_, index) => `urn:diff:${seed}:${index}`);
+  // Partitioned: each id keeps one topic set, 1 to 3 topics (often in several partitions).
+  const topicsOfId = new Map(
+    ids.map((id) => [
+      id,
+      [...new Set(Array.from({ length: 1 + Math.floor(random() * 3) }, () => pick(TOPICS)))],
+    ]),
+  );
   const operations: Operation[] = [];
   let publishes = 0;
   let publishedSinceExpiry = false;
@@ -97,11 +136,13 @@ function generate(seed: number): Sequence {
     sinceExpiry += 1;
     const roll = random();
     if (roll < 0.45) {
-      const topics = [pick(TOPICS), ...(random() < 0.3 ? [pick(TOPICS)] : [])];
+      const id = pick(ids);
+      const drawnTopics = [pick(TOPICS), ...(random() < 0.3 ? [pick(TOPICS)] : [])];
+      const topics = partitions > 1 ? (topicsOfId.get(id) as string[]) : drawnTopics;
       const type = random() < 0.2 ? pick(['note', 'événement']) : undefined;
       const retry = random() < 0.2 ? Math.floor(random() * 10_000) : undefined;
       const update: Update = {
-        id: pick(ids),
+        id,
         topics,
         data: pick(DATA),
         private: random() < 0.3,
@@ -119,7 +160,7 @@ function generate(seed: number): Sequence {
         kind: 'read',
         after: publishes > 0 && random() < 0.6 ? earlier() : 'oldest',
         upTo: publishes > 0 && random() < 0.4 ? earlier() : 'end',
-        limit: 1 + Math.floor(random() * (historySize + 2)),
+        limit: partitions > 1 ? UNLIMITED : 1 + Math.floor(random() * (historySize + 2)),
       });
     } else if (roll < 0.88) {
       operations.push({ kind: 'lastEventId' });
@@ -131,12 +172,19 @@ function generate(seed: number): Sequence {
       sinceExpiry = 0;
     }
   }
-  return { seed, settings: { historySize, historyTtl }, operations };
+  return {
+    seed,
+    settings: { historySize, historyTtl },
+    ...(partitions > 1 ? { partitions } : {}),
+    operations,
+  };
 }
 
 /** One backend under test, with positions translated to publish ordinals. */
 interface Subject {
   readonly transport: Transport;
+  /** Partitions of the Redis transport compared (1: the plain comparison). */
+  readonly partitions: number;
   /** Ordinal of the publish that appended the entry at each position. */
   readonly ordinalOf: Map<Position, number>;
   /** Position each publish resolved to (an appended entry or, for a repeat, the existing one). */
@@ -146,6 +194,14 @@ interface Subject {
   onAppended(position: Position): void;
   /** Moves the age bound past every entry in history. */
   expire(): Promise<void>;
+  /** Partitioned Redis: waits until Redis time is past every copy the previous publish wrote. */
+  beforePublish(): Promise<void>;
+  /** Partitioned Redis: notes the Redis time once a publish's copies are all written. */
+  afterPublish(): Promise<void>;
+  /** The cursor covering every entry up to the one appended by publish `ordinal`. */
+  cursorAt(ordinal: number): Cursor;
+  /** The cursor past every entry. */
+  readonly end: Cursor;
   /**
    * Throws when an entry appended since the last `expire` may have reached the age bound: the
    * backends' clocks then differ (the memory clock only moves at `expire`), and a comparison would
@@ -167,43 +223,77 @@ function positionMs(position: Position): number {
   return Number(position.slice(0, position.indexOf('-')));
 }
 
-async function memorySubject(settings: Settings): Promise<Subject> {
+async function memorySubject(settings: Settings, partitions: number): Promise<Subject> {
   let now = Date.now();
   const transport = new MemoryTransport({ ...settings, clock: () => now });
   const delivered: StoredUpdate[] = [];
   await transport.start((update) => delivered.push(update));
+  const positionOf: Position[] = [];
   return {
     transport,
+    partitions,
     ordinalOf: new Map(),
-    positionOf: [],
+    positionOf,
     delivered,
     onAppended() {},
     async expire() {
       now += settings.historyTtl + 1;
     },
+    async beforePublish() {},
+    async afterPublish() {},
+    cursorAt: (ordinal) => [positionOf[ordinal] as Position],
+    end: [END],
     async checkNothingAged() {},
     close: () => transport.stop(),
   };
 }
 
-async function redisSubject(settings: Settings): Promise<Subject> {
+async function redisSubject(settings: Settings, partitions: number): Promise<Subject> {
   const metrics = createMetrics({ defaultLabels: { service: 'hub' } });
   const transport = new RedisTransport({
     url: redisServer.url,
     prefix: uniquePrefix('hub-diff'),
     ...settings,
+    partitions,
     metrics,
     subscriptions: false,
     subscriptionsLease: 30_000,
   });
   const delivered: StoredUpdate[] = [];
   await transport.start((update) => delivered.push(update));
+  // Every partition's copies reach the listener (a node with a pattern subscriber).
+  transport.watch(undefined);
   const positionOf: Position[] = [];
+  const ordinalOf = new Map<Position, number>();
   /** Redis time (ms) of the first entry appended since the last expire step. */
   let firstSinceExpiry: number | undefined;
+  /** Per publish ordinal: Redis time (ms) once its copies were all written (partitioned). */
+  const writtenBy: number[] = [];
+  const cursorOfMs = (ms: number): Cursor =>
+    Array.from({ length: partitions }, () => `${ms}-${MAX_SEQUENCE}`);
   return {
     transport,
-    ordinalOf: new Map(),
+    partitions,
+    async beforePublish() {
+      const previous = writtenBy.at(-1);
+      if (partitions === 1 || previous === undefined) return;
+      await waitFor(async () => (await redisTimeMs()) > previous, {
+        intervalMs: 1,
+        what: 'Redis time past the previous publish',
+      });
+    },
+    async afterPublish() {
+      if (partitions > 1) writtenBy.push(await redisTimeMs());
+    },
+    cursorAt(ordinal) {
+      if (partitions === 1) return [positionOf[ordinal] as Position];
+      // The entry publish `ordinal` resolved to (its own or, for a repeat, an earlier one's), and
+      // every copy that publish wrote: all before the next publish's millisecond.
+      const appendedBy = ordinalOf.get(positionOf[ordinal] as Position) as number;
+      return cursorOfMs(writtenBy[appendedBy] as number);
+    },
+    end: Array.from({ length: partitions }, () => END),
+    ordinalOf,
     onAppended(position) {
       firstSinceExpiry ??= positionMs(position);
     },
@@ -212,7 +302,8 @@ async function redisSubject(settings: Settings): Promise<Subject> {
     async expire() {
       // The history keys expire the age bound after the last append (publish-4.lua's PEXPIRE),
       // and Redis stamps that append's position from the same clock.
-      const newest = Math.max(...positionOf.map(positionMs));
+      // Partitioned: the other copies of a publish may carry a later millisecond (writtenBy bounds them).
+      const newest = Math.max(...positionOf.map(positionMs), ...writtenBy);
       await waitFor(async () => (await redisTimeMs()) > newest + settings.historyTtl + 1, {
         intervalMs: 20,
         what: 'Redis time past the age bound',
@@ -234,13 +325,18 @@ async function redisSubject(settings: Settings): Promise<Subject> {
 
 /** Runs one step and describes what it observed, in backend-independent terms. */
 async function observe(subject: Subject, operation: Operation): Promise<unknown> {
-  const { transport, ordinalOf, positionOf } = subject;
+  const { transport, ordinalOf, positionOf, partitions } = subject;
   const ordinal = (position: Position | undefined) =>
     position === undefined ? undefined : (ordinalOf.get(position) ?? `unknown position ${position}`);
-  const entry = ({ position, ...update }: StoredUpdate) => ({ entry: ordinal(position), ...update });
+  const entry = (update: StoredUpdate) => ({
+    entry: ordinal(update.position),
+    ...comparable(update, partitions),
+  });
   switch (operation.kind) {
     case 'publish': {
+      await subject.beforePublish();
       const published = await transport.publish(operation.update);
+      await subject.afterPublish();
       if (!published.repeat) {
         ordinalOf.set(published.position, positionOf.length);
         subject.onAppended(published.position);
@@ -248,23 +344,50 @@ async function observe(subject: Subject, operation: Operation): Promise<unknown>
       positionOf.push(published.position);
       return { entry: ordinal(published.position), repeat: published.repeat };
     }
-    case 'find':
-      return { entry: ordinal((await transport.findPosition(operation.id))?.[0]) };
+    case 'find': {
+      const found = await transport.findPosition(operation.id);
+      // Partitioned Redis answers a resume cursor, not an entry: compared, found or not.
+      if (partitions > 1) return { found: found !== undefined };
+      return { entry: ordinal(found?.[0]) };
+    }
     case 'read': {
-      const from = operation.after === 'oldest' ? undefined : positionOf[operation.after];
-      const upTo = operation.upTo === 'end' ? END : (positionOf[operation.upTo] as Position);
-      return (
-        await transport.readHistory(from === undefined ? undefined : [from], [upTo], operation.limit)
-      ).map(entry);
+      const from = operation.after === 'oldest' ? undefined : subject.cursorAt(operation.after);
+      const upTo = operation.upTo === 'end' ? subject.end : subject.cursorAt(operation.upTo);
+      return onePerUpdate(await transport.readHistory(from, upTo, operation.limit)).map(entry);
     }
     case 'lastEventId':
       return { lastEventId: await transport.lastEventId() };
-    case 'historyLength':
-      return { historyLength: await transport.historyLength() };
+    case 'historyLength': {
+      if (partitions === 1 || transport.kind === 'redis')
+        return { historyLength: await transport.historyLength() };
+      // The model's history as copies: one per partition of each update's topics.
+      const entries = await transport.readHistory(undefined, [END], UNLIMITED);
+      const copies = entries.reduce(
+        (sum, stored) => sum + partitionsOfTopics(stored.topics, partitions).length,
+        0,
+      );
+      return { historyLength: copies };
+    }
     case 'expire':
       await subject.expire();
       return 'expired';
   }
+}
+
+/**
+ * What is compared of a stored update: all but its position; with partitions, also without where
+ * it is stored (its partition, its topics' partitions), which the model does not have.
+ */
+function comparable(stored: StoredUpdate, partitions: number) {
+  const { position: _position, ...update } = stored;
+  if (partitions === 1) return update;
+  const { partition: _partition, topicPartitions: _topicPartitions, ...unplaced } = update;
+  return unplaced;
+}
+
+/** The copies a match-all subscriber takes: one per update, the lowest partition's (partitions.ts). */
+function onePerUpdate(copies: readonly StoredUpdate[]): StoredUpdate[] {
+  return copies.filter((copy) => takesCopy(copy, () => true));
 }
 
 /** Where and how the backends first disagreed. */
@@ -275,8 +398,9 @@ interface Disagreement {
 
 /** Runs a sequence on fresh transports of both kinds; the first disagreement, if any. */
 async function compare(sequence: Sequence): Promise<Disagreement | undefined> {
-  const memory = await memorySubject(sequence.settings);
-  const redis = await redisSubject(sequence.settings);
+  const partitions = sequence.partitions ?? 1;
+  const memory = await memorySubject(sequence.settings, partitions);
+  const redis = await redisSubject(sequence.settings, partitions);
   try {
     for (const [step, operation] of sequence.operations.entries()) {
       const [inMemory, inRedis] = [await observe(memory, operation), await observe(redis, operation)];
@@ -288,13 +412,13 @@ async function compare(sequence: Sequence): Promise<Disagreement | undefined> {
       }
     }
     // Fan-out: every appended entry, once, in history order, on both.
-    await waitFor(() => redis.delivered.length >= memory.delivered.length, {
+    await waitFor(() => onePerUpdate(redis.delivered).length >= memory.delivered.length, {
       what: 'the Redis listener to receive every appended entry',
     });
     const delivered = (subject: Subject) =>
-      subject.delivered.map(({ position, ...update }) => ({
-        entry: subject.ordinalOf.get(position),
-        ...update,
+      onePerUpdate(subject.delivered).map((update) => ({
+        entry: subject.ordinalOf.get(update.position),
+        ...comparable(update, partitions),
       }));
     try {
       assert.deepEqual(delivered(memory), delivered(redis));
@@ -394,7 +518,12 @@ function sequences(): Sequence[] {
   if (replay) return [JSON.parse(replay) as Sequence];
   const seed = process.env.HUB_DIFF_SEED;
   if (seed) return [generate(Number(seed))];
-  return Array.from({ length: SEED_COUNT }, (_, index) => generate(index + 1));
+  return [
+    ...Array.from({ length: SEED_COUNT }, (_, index) => generate(index + 1)),
+    ...Array.from({ length: PARTITIONED_SEED_COUNT }, (_, index) =>
+      generate(PARTITIONED_SEED_OFFSET + index + 1),
+    ),
+  ];
 }
 
 describe('memory and Redis transports agree on seeded random sequences', { concurrency: 16 }, () => {
@@ -410,7 +539,7 @@ describe('memory and Redis transports agree on seeded random sequences', { concu
 
   for (const sequence of sequences()) {
     const { seed, settings, operations } = sequence;
-    test(`seed ${seed}: ${operations.length} steps, historySize ${settings.historySize}, historyTtl ${settings.historyTtl}`, () =>
+    test(`seed ${seed}: ${operations.length} steps, historySize ${settings.historySize}, historyTtl ${settings.historyTtl}${sequence.partitions ? `, ${sequence.partitions} partitions` : ''}`, () =>
       runSequence(sequence));
   }
 });
