@@ -1,4 +1,4 @@
-import type { RedisClient } from './connection.js';
+import type { RedisClient } from './client.js';
 import { replyWithin } from './within.js';
 
 /**

@@ -5,6 +5,7 @@ import {
   Redis,
   type SentinelAddress,
 } from 'ioredis';
+import type { RedisClient } from './client.js';
 import { applyDeadlines } from './deadline.js';
 import {
   type ClusterTopology,
@@ -14,9 +15,6 @@ import {
   type SentinelTopology,
   type StandaloneTopology,
 } from './topology.js';
-
-/** A connection of any topology: `Redis` for standalone and Sentinel, `Cluster` for Cluster. */
-export type RedisClient = Redis | Cluster;
 
 export interface RedisOptions<T extends RedisTopology = RedisTopology> {
   readonly topology: T;
@@ -130,9 +128,4 @@ function connect(options: RedisOptions): RedisClient {
       );
     }
   }
-}
-
-/** True for a Cluster client: the helpers below branch on it so callers need not. */
-export function isCluster(client: RedisClient): client is Cluster {
-  return client instanceof Cluster;
 }

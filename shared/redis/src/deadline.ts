@@ -1,6 +1,6 @@
 import { HeraldError } from '@herald/errors';
 import { Cluster, type Redis } from 'ioredis';
-import type { RedisClient } from './connection.js';
+import type { RedisClient } from './client.js';
 
 type Command = Parameters<Redis['sendCommand']>[0];
 type Stream = Parameters<Redis['sendCommand']>[1];

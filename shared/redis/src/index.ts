@@ -1,12 +1,7 @@
 export type { Cluster, Redis } from 'ioredis';
+export { isCluster, type RedisClient } from './client.js';
 export { CLOSE_STEP_MS, closeRedis, settleWithin } from './close.js';
-export {
-  createRedis,
-  isCluster,
-  parseRedisOptions,
-  type RedisClient,
-  type RedisOptions,
-} from './connection.js';
+export { createRedis, parseRedisOptions, type RedisOptions } from './connection.js';
 export { applyDeadlines, RedisUnavailableError, type RedisUnavailableReason } from './deadline.js';
 export { probeRedis, type RedisProbeResult } from './health.js';
 export { instrumentRedis } from './instrument.js';

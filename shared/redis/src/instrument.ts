@@ -1,5 +1,5 @@
 import type { Histogram } from 'prom-client';
-import type { RedisClient } from './connection.js';
+import type { RedisClient } from './client.js';
 
 /**
  * Times every command sent on a connection into `herald_redis_command_duration_seconds{command}`

@@ -1,4 +1,4 @@
-import type { RedisClient } from './connection.js';
+import type { RedisClient } from './client.js';
 import { loggableError } from './log-error.js';
 
 /** The two pino-style methods an outage is logged with. */

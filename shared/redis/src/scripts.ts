@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ChainableCommander } from 'ioredis';
-import type { RedisClient } from './connection.js';
+import type { RedisClient } from './client.js';
 
 /** A Lua script from a file named `<name>-<numberOfKeys>.lua` (bullmq's convention). */
 export interface LuaScript {

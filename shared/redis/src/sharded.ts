@@ -1,5 +1,5 @@
-import type { RedisClient } from './connection.js';
-import { isCluster } from './connection.js';
+import type { RedisClient } from './client.js';
+import { isCluster } from './client.js';
 
 /**
  * Pub/sub that works on every topology without the caller branching (issue #12): on a Cluster,
