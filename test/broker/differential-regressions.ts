@@ -1,6 +1,8 @@
 /*
  * Sequences on which the two broker storages once differed, each replayed by
  * differential.test.ts on every run. `found`: the seed (or the issue) that showed it.
+ * Over 500 lines on purpose: data, one printed sequence per drift, kept as the shrinker printed
+ * it so a regression can be replayed with DIFF_REPLAY and compared with the seed that found it.
  */
 import type { Operation } from './differential-model.js';
 

@@ -1,4 +1,7 @@
 /*
+ * Over 500 lines on purpose: the generator, the lockstep runner and the shrinker of one
+ * model-based test read together; the rules they share are in this file only.
+ *
  * The two hub transports agree (issue #11, item 1): seeded random operation sequences run, in
  * lockstep, against MemoryTransport and RedisTransport at the Transport interface, and every
  * observable result is compared: publish results (which entry, repeat or not), findPosition,
