@@ -18,6 +18,8 @@ local answered = redis.call('GET', memo)
 if answered then return tonumber(answered) end
 local now = now_ms()
 local groups = redis.call('HKEYS', base .. 'groups')
+-- A requeued message is new: retention by age looks at it as at a pushed one (push.lua).
+local horizon = age_horizon(queue_config(base))
 local count = 0
 for i = 2, #ARGV, 2 do
   local e = redis.call('XRANGE', base .. 'dlq', ARGV[i], ARGV[i])
@@ -33,6 +35,7 @@ for i = 2, #ARGV, 2 do
     local id = redis.call('XADD', base .. 's:' .. p, '*', 'm', ARGV[i + 1], 't', txn, 'tr', field(m, 'tr') or '',
       'd', field(m, 'd') or 'null', 's', field(m, 's') or '')
     redis.call('HSET', base .. 'd:' .. p, txn, id .. ' ' .. ARGV[i + 1])
+    if horizon > 0 then schedule_trim(base, p, now + horizon * 1000) end
     if not old then redis.call('HINCRBY', base .. 'stats', 'size', 1) end
     redis.call('XDEL', base .. 'dlq', ARGV[i])
     redis.call('HINCRBY', base .. 'stats', 'dlq', -1)
