@@ -28,8 +28,8 @@ export async function applyRetention(backend: RedisBackend, budgetMs: number): P
   const { partitions, perPartition, perCall } = RETENTION_BATCH;
   return retentionRounds(await backend.registry.queueNames(), budgetMs, async (queue) => {
     const base = backend.base(queue);
-    const args = [base, partitions, perPartition, perCall];
-    const [deleted, more] = await backend.run<[number, number]>('retention', [`${base}cfg`], args);
+    const args = [partitions, perPartition, perCall];
+    const [deleted, more] = await backend.run<[number, number]>('retention', [base], args);
     return { deleted: Number(deleted), more: Number(more) === 1 };
   });
 }
