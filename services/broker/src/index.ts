@@ -75,6 +75,8 @@ export async function startBroker(config: BrokerConfig, options: StartOptions = 
     storage = new RedisStorage({
       url: config.REDIS_URL,
       prefix: config.BROKER_KEY_PREFIX,
+      slotGroup: config.BROKER_REDIS_SLOT_GROUP,
+      oneSlot: config.BROKER_REDIS_ONE_SLOT,
       commandDuration: metrics.redisCommandDuration,
       log: app.log,
     });

@@ -22,8 +22,9 @@ import {
   type ScriptSet,
   scriptNamed,
 } from '@herald/redis';
+import { namespaceAndTask } from './identifiers.js';
 import { ack } from './redis/ack.js';
-import { encode, type RedisBackend } from './redis/context.js';
+import { encode, type RedisBackend, slotTag } from './redis/context.js';
 import { listDeadLetters, requeueDeadLetters } from './redis/dead-letters.js';
 import { RedisFlags } from './redis/flags.js';
 import { deleteGroup, groupsOf, seek } from './redis/groups.js';
@@ -75,7 +76,24 @@ export interface RedisStorageOptions {
   readonly log: OutageLogger;
   /** The Lua scripts (default: lua/). The differential test passes a set whose clock it controls. */
   readonly scripts?: ScriptSet;
+  /**
+   * What shares a Redis Cluster slot (docs/broker.md "Redis topologies"): `queue` (default:
+   * `<prefix>{<queue>}:`, queues spread over every shard) or `namespace`
+   * (`<prefix>{<namespace>}:<queue>:`: the queues of one namespace share a slot, so a
+   * transaction may span them on Cluster). Fixed for a deployment's life: the keys differ.
+   */
+  readonly slotGroup?: SlotGroup;
+  /**
+   * Keep every script call and MULTI in one slot, refusing a transaction across slots: on for
+   * Redis Cluster; tests turn it on for standalone so the rule is checked there too.
+   */
+  readonly oneSlot?: boolean;
 }
+
+export type SlotGroup = 'queue' | 'namespace';
+
+/** Scripts taking one key per queue they touch: their file name gives the least number. */
+const KEYS_PER_QUEUE = new Set(['transaction']);
 
 /**
  * A request's Redis command is refused after this long without a reply (at once while the
@@ -122,6 +140,7 @@ export class RedisStorage implements BrokerStorage {
       key: (...parts) => this.key(...parts),
       base: (queue) => this.base(queue),
       run: (name, keys, args) => this.run(name, keys, args),
+      oneSlot: options.oneSlot ?? false,
       notify: (queues) => this.notifier.notify(queues),
     };
     // Control messages sent while this node was away are lost: read the flags afresh.
@@ -158,13 +177,27 @@ export class RedisStorage implements BrokerStorage {
     return this.prefix + parts.join(':');
   }
 
-  /** `<prefix>{<queue>}:`: every key of one queue shares this hash tag. */
+  /** `<prefix>{<queue>}:` (or `<prefix>{<namespace>}:<queue>:`): every key of one queue shares its hash tag. */
   private base(queue: string): string {
+    if (this.options.slotGroup === 'namespace') {
+      return `${this.prefix}{${encode(namespaceAndTask(queue).namespace)}}:${encode(queue)}:`;
+    }
     return `${this.prefix}{${encode(queue)}}:`;
   }
 
   private run<T>(name: string, keys: string[], args: (string | number)[]): Promise<T> {
-    return runScript<T>(this.redis, scriptNamed(this.scripts, name), keys, args);
+    const script = scriptNamed(this.scripts, name);
+    if (this.options.oneSlot) {
+      const tags = new Set(keys.map(slotTag));
+      // A call site bug: Redis Cluster would refuse it (CROSSSLOT) or run it on the wrong shard.
+      if (tags.size > 1)
+        throw new Error(`script ${name}: keys in more than one slot (${[...tags].join(', ')})`);
+    }
+    const declared =
+      KEYS_PER_QUEUE.has(name) && keys.length > script.numberOfKeys
+        ? { ...script, numberOfKeys: keys.length }
+        : script;
+    return runScript<T>(this.redis, declared, keys, args);
   }
 
   onAvailable(listener: AvailabilityListener): () => void {

@@ -118,12 +118,12 @@ export class RedisRegistry {
 
   /** Writes again every registration this node remembers (Redis lost them). */
   private async rewrite(): Promise<void> {
-    const pipeline = this.redis.pipeline();
-    if (this.queues.size > 0) pipeline.sadd(this.key('queues'), ...this.queues);
+    // Two commands, not one pipeline: on Redis Cluster the two keys live in different slots.
+    const writes: Promise<unknown>[] = [];
+    if (this.queues.size > 0) writes.push(this.redis.sadd(this.key('queues'), ...this.queues));
     const fields: string[] = [];
     for (const [id, pair] of this.partitions) fields.push(id, JSON.stringify(pair));
-    if (fields.length > 0) pipeline.hset(this.key('pid'), ...fields);
-    const results = (await pipeline.exec()) ?? [];
-    for (const [error] of results) if (error) throw error;
+    if (fields.length > 0) writes.push(this.redis.hset(this.key('pid'), ...fields));
+    await Promise.all(writes);
   }
 }
