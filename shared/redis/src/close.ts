@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './connection.js';
 import { replyWithin } from './within.js';
 
 /**
@@ -25,7 +25,7 @@ export function settleWithin(work: Promise<unknown>, ms: number = CLOSE_STEP_MS)
  * Closes one connection, bounded: QUIT (lets queued replies arrive) only when connected and for
  * at most `ms`; then a plain disconnect, which also stops a connection that is reconnecting.
  */
-export async function closeRedis(redis: Redis, ms: number = CLOSE_STEP_MS): Promise<void> {
+export async function closeRedis(redis: RedisClient, ms: number = CLOSE_STEP_MS): Promise<void> {
   if (redis.status === 'ready') await settleWithin(redis.quit(), ms);
   redis.disconnect();
 }

@@ -1,20 +1,30 @@
-import { type RedisOptions as IORedisOptions, Redis } from 'ioredis';
+import {
+  Cluster,
+  type ClusterOptions,
+  type RedisOptions as IORedisOptions,
+  Redis,
+  type SentinelAddress,
+} from 'ioredis';
 import { applyDeadlines } from './deadline.js';
-import { redisTarget } from './outage-log.js';
+import { checkRedisUrl, describeTopology, type RedisTopology } from './topology.js';
 
-/**
- * Where Redis lives. Only `standalone` is implemented; the union is the seam where Sentinel
- * (`sentinels` + `name`) and Cluster (`nodes`) are added without changing callers.
- */
-export type RedisTopology = { readonly kind: 'standalone'; readonly url: string };
+/** A connection of any topology: `Redis` for standalone and Sentinel, `Cluster` for Cluster. */
+export type RedisClient = Redis | Cluster;
 
-export interface RedisOptions {
-  readonly topology: RedisTopology;
+type StandaloneOrSentinel = Extract<RedisTopology, { kind: 'standalone' | 'sentinel' }>;
+type ClusterTopology = Extract<RedisTopology, { kind: 'cluster' }>;
+
+export interface RedisOptions<T extends RedisTopology = RedisTopology> {
+  readonly topology: T;
   /** A connection name shown by CLIENT LIST (`herald-hub-publisher`), for operators. */
   readonly connectionName?: string;
   /** Fail commands instead of queueing them while disconnected (pub/sub probes want this). */
   readonly failFast?: boolean;
-  /** Subscriber connections must not run a READY check that issues INFO in subscriber mode. */
+  /**
+   * Subscriber connections must not run a READY check that issues INFO in subscriber mode. On
+   * Cluster it also turns on ioredis' sharded subscribers: one SSUBSCRIBE connection per shard
+   * (`subscribeSharded`).
+   */
   readonly forSubscriber?: boolean;
   /**
    * Data-plane mode (ms): commands are refused with a `RedisUnavailableError` at once while the
@@ -26,35 +36,99 @@ export interface RedisOptions {
 }
 
 /** Options from a `redis://` or `rediss://` URL (database, user, password, TLS from the URL). */
-export function parseRedisOptions(url: string, rest: Omit<RedisOptions, 'topology'> = {}): RedisOptions {
-  const parsed = new URL(url);
-  if (parsed.protocol !== 'redis:' && parsed.protocol !== 'rediss:') {
-    throw new Error(`REDIS_URL: expected redis:// or rediss://, got ${parsed.protocol}`);
-  }
-  return { topology: { kind: 'standalone', url }, ...rest };
+export function parseRedisOptions(
+  url: string,
+  rest: Omit<RedisOptions, 'topology'> = {},
+): RedisOptions<{ readonly kind: 'standalone'; readonly url: string }> {
+  return { topology: { kind: 'standalone', url: checkRedisUrl('REDIS_URL', url) }, ...rest };
 }
 
+/** Backoff between reconnect attempts, capped at 2 s: a node rides out any outage length. */
+const reconnectDelay = (attempt: number): number => Math.min(50 * 2 ** Math.min(attempt, 10), 2000);
+
 /**
- * One ioredis connection. Reconnects forever with capped backoff: a node must ride out a Redis
- * restart or failover (hub.md, cluster design), and its readiness probe reports the outage.
+ * One connection to the topology. Reconnects forever with capped backoff: a node must ride out
+ * a Redis restart or failover (hub.md, cluster design), and its readiness probe reports the
+ * outage.
  */
-export function createRedis(options: RedisOptions): Redis {
+export function createRedis(options: RedisOptions<StandaloneOrSentinel>): Redis;
+export function createRedis(options: RedisOptions<ClusterTopology>): Cluster;
+export function createRedis(options: RedisOptions): RedisClient;
+export function createRedis(options: RedisOptions): RedisClient {
+  const client = connect(options);
+  if (options.commandTimeout !== undefined) {
+    applyDeadlines(client, options.commandTimeout, describeTopology(options.topology));
+  }
+  return client;
+}
+
+function connect(options: RedisOptions): RedisClient {
   const common: IORedisOptions = {
     ...(options.connectionName ? { connectionName: options.connectionName } : {}),
-    retryStrategy: (attempt) => Math.min(50 * 2 ** Math.min(attempt, 10), 2000),
+    retryStrategy: reconnectDelay,
     maxRetriesPerRequest: options.failFast ? 0 : null,
     enableOfflineQueue: !options.failFast,
     enableReadyCheck: !options.forSubscriber,
     // Reconnect on READONLY (a failed-over primary turned replica) so writes find the new primary.
     reconnectOnError: (error) => error.message.startsWith('READONLY'),
   };
-  switch (options.topology.kind) {
-    case 'standalone': {
-      const redis = new Redis(options.topology.url, common);
-      if (options.commandTimeout !== undefined) {
-        applyDeadlines(redis, options.commandTimeout, redisTarget(options.topology.url));
-      }
-      return redis;
+  const { topology } = options;
+  switch (topology.kind) {
+    case 'standalone':
+      return new Redis(topology.url, common);
+    case 'sentinel':
+      return new Redis({
+        ...common,
+        sentinels: topology.sentinels.map(({ host, port }): Partial<SentinelAddress> => ({ host, port })),
+        name: topology.masterName,
+        role: 'master',
+        ...(topology.sentinelUsername !== undefined ? { sentinelUsername: topology.sentinelUsername } : {}),
+        ...(topology.sentinelPassword !== undefined ? { sentinelPassword: topology.sentinelPassword } : {}),
+        ...(topology.username !== undefined ? { username: topology.username } : {}),
+        ...(topology.password !== undefined ? { password: topology.password } : {}),
+        // Sentinels are asked again on every reconnect, forever (a failover takes seconds).
+        sentinelRetryStrategy: reconnectDelay,
+        // Subscribes to the sentinels' +switch-master: a failover is followed at once, not
+        // when the old primary's socket finally errors.
+        failoverDetector: true,
+        ...(topology.tls ? { tls: {}, sentinelTLS: {}, enableTLSForSentinelMode: true } : {}),
+      });
+    case 'cluster': {
+      const clusterOptions: ClusterOptions = {
+        redisOptions: {
+          ...common,
+          ...(topology.username !== undefined ? { username: topology.username } : {}),
+          ...(topology.password !== undefined ? { password: topology.password } : {}),
+          ...(topology.tls ? { tls: {} } : {}),
+        },
+        // Every command to the primary of its slot: replicas lag (asynchronous replication) and
+        // Herald's reads decide writes (a pop reads what a push wrote).
+        scaleReads: 'master',
+        clusterRetryStrategy: reconnectDelay,
+        enableOfflineQueue: !options.failFast,
+        enableReadyCheck: !options.forSubscriber,
+        // A failover (node timeout + election) takes seconds: retry a command sent to a lost
+        // primary or refused with CLUSTERDOWN for up to ~12 s (64 x 200 ms) before failing it.
+        maxRedirections: 64,
+        retryDelayOnFailover: 200,
+        retryDelayOnClusterDown: 200,
+        retryDelayOnTryAgain: 100,
+        // With TLS, connect by the host name as given (no lookup to an IP first) so the
+        // certificate is checked against that name (ioredis README, ElastiCache with TLS).
+        ...(topology.tls ? { dnsLookup: (address, callback) => callback(null, address) } : {}),
+        // Sharded pub/sub (SSUBSCRIBE) on the shard that owns each channel's slot, never the
+        // classic broadcast PUBLISH that every node of the cluster would carry (issue #12).
+        ...(options.forSubscriber ? { shardedSubscribers: true } : {}),
+      };
+      return new Cluster(
+        topology.nodes.map(({ host, port }) => ({ host, port })),
+        clusterOptions,
+      );
     }
   }
+}
+
+/** True for a Cluster client: the helpers below branch on it so callers need not. */
+export function isCluster(client: RedisClient): client is Cluster {
+  return client instanceof Cluster;
 }

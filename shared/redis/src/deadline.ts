@@ -1,5 +1,6 @@
 import { HeraldError } from '@herald/errors';
-import type { Redis } from 'ioredis';
+import { Cluster, type Redis } from 'ioredis';
+import type { RedisClient } from './connection.js';
 
 type Command = Parameters<Redis['sendCommand']>[0];
 type Stream = Parameters<Redis['sendCommand']>[1];
@@ -82,14 +83,75 @@ function keyOf(command: Command, stream: Stream | undefined): object {
  *
  * One periodic sweep over ioredis' own queues, not a timer per command: the queues hold exactly
  * the unanswered commands, and nothing here keeps an answered one (or its payload) alive.
+ *
+ * On a Cluster the same holds per node connection (each one the Cluster opens is wrapped as it
+ * appears, sharing one deadline per command, so a command redirected to another node keeps its
+ * first deadline), and the Cluster's own entry point tracks each command until it settles: a
+ * command waiting in the Cluster's offline queue or between redirection retries (a failover in
+ * progress, CLUSTERDOWN) is refused by the same deadline, and never written afterwards.
  */
-export function applyDeadlines(redis: Redis, timeoutMs: number, target: string): void {
+export function applyDeadlines(client: RedisClient, timeoutMs: number, target: string): void {
+  const state: DeadlineState = {
+    timeoutMs,
+    target,
+    firstSent: new WeakMap(),
+    refused: new WeakMap(),
+  };
+  if (client instanceof Cluster) {
+    applyClusterDeadlines(client, state);
+  } else {
+    applyConnectionDeadlines(client, state);
+  }
+}
+
+/** Shared by every connection of one client: a command's first send and its refusal. */
+interface DeadlineState {
+  readonly timeoutMs: number;
+  readonly target: string;
+  readonly firstSent: WeakMap<object, number>;
+  readonly refused: WeakMap<object, RedisUnavailableError>;
+}
+
+function timeoutRefusal(state: DeadlineState): RedisUnavailableError {
+  return new RedisUnavailableError(
+    'timeout',
+    `no reply from Redis at ${state.target} within ${state.timeoutMs} ms`,
+  );
+}
+
+function lostRefusal(state: DeadlineState, lostAt: number): RedisUnavailableError {
+  const seconds = ((Date.now() - lostAt) / 1000).toFixed(1);
+  return new RedisUnavailableError(
+    'disconnected',
+    `Redis at ${state.target} unreachable (connection lost ${seconds} s ago)`,
+  );
+}
+
+/** A sweep every `timeoutMs / 4` (100 ms at most) while `sweep` reports pending commands. */
+function sweeper(timeoutMs: number, sweep: (now: number) => number): () => void {
+  let timer: NodeJS.Timeout | undefined;
+  // Timers run before the event loop reads its sockets: after a stall (CPU starvation, a long
+  // GC pause) the sweep would refuse commands whose replies are already waiting to be read.
+  // setImmediate runs it after this turn's reads, so only replies that truly did not come count.
+  const sweepAfterReads = () =>
+    setImmediate(() => {
+      if (sweep(Date.now()) === 0) {
+        clearInterval(timer);
+        timer = undefined;
+      }
+    });
+  return () => {
+    if (timer) return;
+    timer = setInterval(sweepAfterReads, Math.min(100, Math.max(1, Math.floor(timeoutMs / 4))));
+    timer.unref();
+  };
+}
+
+function applyConnectionDeadlines(redis: Redis, state: DeadlineState): void {
+  const { timeoutMs, firstSent, refused } = state;
   const send = redis.sendCommand.bind(redis);
   const queues = redis as unknown as Queues;
-  const firstSent = new WeakMap<object, number>();
-  const refused = new WeakMap<object, RedisUnavailableError>();
   let lostAt: number | undefined;
-  let sweeper: NodeJS.Timeout | undefined;
   redis.on('close', () => {
     lostAt ??= Date.now();
   });
@@ -105,10 +167,7 @@ export function applyDeadlines(redis: Redis, timeoutMs: number, target: string):
       const key = keyOf(item.command, item.stream);
       let refusal = refused.get(key);
       if (!refusal && (firstSent.get(key) ?? now) <= now - timeoutMs) {
-        refusal = new RedisUnavailableError(
-          'timeout',
-          `no reply from Redis at ${target} within ${timeoutMs} ms`,
-        );
+        refusal = timeoutRefusal(state);
         refused.set(key, refusal);
       }
       // Rejecting twice is harmless: a promise settles once.
@@ -116,22 +175,13 @@ export function applyDeadlines(redis: Redis, timeoutMs: number, target: string):
     }
     return queue.length;
   };
-  const sweep = () => {
-    const now = Date.now();
-    const pending =
+  const startSweeper = sweeper(
+    timeoutMs,
+    (now) =>
       sweepQueue(queues.commandQueue, now) +
       sweepQueue(queues.offlineQueue, now) +
-      sweepQueue(queues.prevCommandQueue, now);
-    if (pending === 0) {
-      clearInterval(sweeper);
-      sweeper = undefined;
-    }
-  };
-
-  // Timers run before the event loop reads its sockets: after a stall (CPU starvation, a long
-  // GC pause) the sweep would refuse commands whose replies are already waiting to be read.
-  // setImmediate runs it after this turn's reads, so only replies that truly did not come count.
-  const sweepAfterReads = () => setImmediate(sweep);
+      sweepQueue(queues.prevCommandQueue, now),
+  );
 
   redis.sendCommand = ((command: Command, stream?: Stream) => {
     const key = keyOf(command, stream);
@@ -143,21 +193,78 @@ export function applyDeadlines(redis: Redis, timeoutMs: number, target: string):
       return command.promise;
     }
     if (lostAt !== undefined && redis.status !== 'ready' && redis.status !== 'connect') {
-      const seconds = ((Date.now() - lostAt) / 1000).toFixed(1);
-      const error = new RedisUnavailableError(
-        'disconnected',
-        `Redis at ${target} unreachable (connection lost ${seconds} s ago)`,
-      );
+      const error = lostRefusal(state, lostAt);
       refused.set(key, error);
       command.reject(error);
       return command.promise;
     }
     // The deadline counts from the first attempt, not from a re-send.
     if (!firstSent.has(key)) firstSent.set(key, Date.now());
-    if (!sweeper) {
-      sweeper = setInterval(sweepAfterReads, Math.min(100, Math.max(1, Math.floor(timeoutMs / 4))));
-      sweeper.unref();
-    }
+    startSweeper();
     return send(command, stream);
   }) as typeof redis.sendCommand;
+}
+
+type ClusterSend = (command: Command, stream?: Stream, node?: unknown) => Promise<unknown>;
+
+function applyClusterDeadlines(cluster: Cluster, state: DeadlineState): void {
+  const { timeoutMs, firstSent, refused } = state;
+  cluster.on('+node', (redis: Redis) => applyConnectionDeadlines(redis, state));
+  const send = (cluster.sendCommand as ClusterSend).bind(cluster);
+  // Commands from their first send until they settle, by deadline key (a pipeline's together).
+  const pending = new Map<object, Set<Command>>();
+  let lostAt: number | undefined;
+  cluster.on('close', () => {
+    lostAt ??= Date.now();
+  });
+  cluster.on('ready', () => {
+    lostAt = undefined;
+  });
+
+  const startSweeper = sweeper(timeoutMs, (now) => {
+    for (const [key, commands] of pending) {
+      if ((firstSent.get(key) ?? now) > now - timeoutMs) continue;
+      let refusal = refused.get(key);
+      if (!refusal) {
+        refusal = timeoutRefusal(state);
+        refused.set(key, refusal);
+      }
+      for (const command of commands) command.reject(refusal);
+    }
+    return pending.size;
+  });
+
+  const track = (key: object, command: Command) => {
+    let commands = pending.get(key);
+    if (!commands) {
+      commands = new Set();
+      pending.set(key, commands);
+    }
+    if (commands.has(command)) return;
+    commands.add(command);
+    const settled = () => {
+      commands.delete(command);
+      if (commands.size === 0 && pending.get(key) === commands) pending.delete(key);
+    };
+    command.promise.then(settled, settled);
+  };
+
+  (cluster as { sendCommand: ClusterSend }).sendCommand = (command, stream, node) => {
+    const key = keyOf(command, stream);
+    const refusal = refused.get(key);
+    if (refusal) {
+      command.reject(refusal);
+      return command.promise;
+    }
+    if (lostAt !== undefined && cluster.status !== 'ready' && cluster.status !== 'connect') {
+      const error = lostRefusal(state, lostAt);
+      refused.set(key, error);
+      command.reject(error);
+      return command.promise;
+    }
+    if (!firstSent.has(key)) firstSent.set(key, Date.now());
+    track(key, command);
+    startSweeper();
+    return send(command, stream, node);
+  };
 }

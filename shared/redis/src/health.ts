@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './connection.js';
 import { replyWithin } from './within.js';
 
 export interface RedisProbeResult {
@@ -8,7 +8,7 @@ export interface RedisProbeResult {
 }
 
 /** PING with a deadline: for /readyz, never hangs on a dead connection. */
-export async function probeRedis(redis: Redis, timeoutMs = 1000): Promise<RedisProbeResult> {
+export async function probeRedis(redis: RedisClient, timeoutMs = 1000): Promise<RedisProbeResult> {
   const started = performance.now();
   try {
     const reply = await replyWithin(redis.ping(), timeoutMs, 'PING');

@@ -1,6 +1,12 @@
-export type { Redis } from 'ioredis';
+export type { Cluster, Redis } from 'ioredis';
 export { CLOSE_STEP_MS, closeRedis, settleWithin } from './close.js';
-export { createRedis, parseRedisOptions, type RedisOptions, type RedisTopology } from './connection.js';
+export {
+  createRedis,
+  isCluster,
+  parseRedisOptions,
+  type RedisClient,
+  type RedisOptions,
+} from './connection.js';
 export { applyDeadlines, RedisUnavailableError, type RedisUnavailableReason } from './deadline.js';
 export { probeRedis, type RedisProbeResult } from './health.js';
 export { instrumentRedis } from './instrument.js';
@@ -16,4 +22,17 @@ export {
   type ScriptSet,
   scriptNamed,
 } from './scripts.js';
+export { onShardedMessage, publishSharded, subscribeSharded, unsubscribeSharded } from './sharded.js';
+export {
+  checkRedisUrl,
+  describeTopology,
+  parseAddressList,
+  type RedisAddress,
+  type RedisCredentials,
+  type RedisSettings,
+  type RedisTopology,
+  redisSettings,
+  redisTopologyFrom,
+  redisTopologyFromEnv,
+} from './topology.js';
 export { DeadlineExceededError, replyWithin } from './within.js';

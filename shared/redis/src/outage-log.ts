@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './connection.js';
 import { loggableError } from './log-error.js';
 
 /** The two pino-style methods an outage is logged with. */
@@ -36,7 +36,7 @@ export class OutageLog {
   }
 
   /** Watches one connection; `name` tells connections apart in the lines (`herald-broker`). */
-  watch(redis: Redis, name: string): void {
+  watch(redis: RedisClient, name: string): void {
     let lastError: Error | undefined;
     // The listener also keeps an 'error' event from crashing the process (no listener = throw).
     redis.on('error', (error: Error) => {

@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { ChainableCommander, Redis } from 'ioredis';
+import type { ChainableCommander } from 'ioredis';
+import type { RedisClient } from './connection.js';
 
 /** A Lua script from a file named `<name>-<numberOfKeys>.lua` (bullmq's convention). */
 export interface LuaScript {
@@ -74,9 +75,14 @@ function checkKeys(script: LuaScript, keys: readonly string[]): void {
  *
  * EVALSHA, falling back to EVAL on NOSCRIPT (after a Redis restart or SCRIPT FLUSH the cache is
  * empty; EVAL also reloads it, so the next call is by SHA again).
+ *
+ * On a Cluster both go to the primary of the keys' slot (ioredis routes EVALSHA/EVAL by the
+ * KEYS they declare), so each primary loads a script on its first NOSCRIPT, a promoted replica
+ * included. Every key must be declared and all in one slot (Redis answers CROSSSLOT otherwise);
+ * a script declaring no keys would run on an arbitrary primary.
  */
 export async function runScript<T = unknown>(
-  redis: Redis,
+  redis: RedisClient,
   script: LuaScript,
   keys: readonly string[],
   args: readonly (string | number | Buffer)[],

@@ -1,6 +1,14 @@
+export { keySlot } from './key-slot.js';
 export { freePort } from './ports.js';
 export { uniquePrefix } from './prefix.js';
 export { seededRandom } from './random.js';
+export {
+  type ClusterNode,
+  parseClusterNodes,
+  RedisCluster,
+  type RedisClusterOptions,
+} from './redis-cluster.js';
+export { RedisSentinelSet, type RedisSentinelSetOptions } from './redis-sentinel.js';
 export { RedisServer, type RedisServerOptions, redisServerMissingMessage } from './redis-server.js';
 export { type RedisRequest, ReplyLossProxy, type RequestPredicate, scriptCall } from './reply-loss-proxy.js';
 export { stopTestRedis, testRedisUrl } from './test-redis.js';

@@ -1,0 +1,112 @@
+/*
+ * Herald's connection layer on a real Sentinel set (issue #12): the client finds the primary
+ * through the sentinels, scripts and pub/sub work, deadlines hold against a paused primary, and
+ * a kill -9 of the primary is ridden out by the same client and subscriber.
+ */
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { RedisSentinelSet, waitFor } from '@herald/testkit';
+import type { Redis } from 'ioredis';
+import {
+  createRedis,
+  isCluster,
+  loadScripts,
+  onShardedMessage,
+  publishSharded,
+  type RedisTopology,
+  RedisUnavailableError,
+  redisTopologyFromEnv,
+  runScript,
+  scriptNamed,
+  subscribeSharded,
+} from '../src/index.js';
+
+const scripts = loadScripts(fileURLToPath(new URL('./lua/', import.meta.url)));
+let set: RedisSentinelSet;
+let topology: RedisTopology;
+const clients: Redis[] = [];
+
+before(async () => {
+  set = await RedisSentinelSet.start();
+  topology = redisTopologyFromEnv({
+    REDIS_SENTINELS: set.sentinels.join(','),
+    REDIS_SENTINEL_MASTER: set.masterName,
+  }) as RedisTopology;
+});
+after(async () => {
+  for (const client of clients) client.disconnect();
+  await set?.stop();
+});
+
+function connect(options: { commandTimeout?: number; forSubscriber?: boolean } = {}): Redis {
+  const client = createRedis({ topology, ...options });
+  assert.ok(!isCluster(client));
+  // Connection errors are expected while the primary is paused or dead.
+  client.on('error', () => undefined);
+  clients.push(client);
+  return client;
+}
+
+async function servingPort(client: Redis): Promise<number> {
+  return Number(/tcp_port:(\d+)/.exec(await client.info('server'))?.[1]);
+}
+
+test('REDIS_SENTINELS + REDIS_SENTINEL_MASTER reach the primary; scripts and pub/sub work', async () => {
+  const client = connect();
+  assert.equal(await servingPort(client), await set.primary());
+  assert.equal(await runScript(client, scriptNamed(scripts, 'increment'), ['counter'], [3]), 3);
+
+  const subscriber = connect({ forSubscriber: true });
+  const received: string[] = [];
+  onShardedMessage(subscriber, (_channel, message) => received.push(message));
+  await subscribeSharded(subscriber, 'notify');
+  assert.equal(await publishSharded(client, 'notify', 'hello'), 1);
+  await waitFor(() => received.length === 1, { what: 'the message' });
+  assert.deepEqual(received, ['hello']);
+});
+
+test('a command to a paused primary is refused by its deadline', async () => {
+  const client = connect({ commandTimeout: 300 });
+  await client.set('paused', 'before');
+  const primary = await set.primary();
+  await set.kill(primary, 'SIGSTOP');
+  try {
+    const refused = await client.set('paused', 'during').then(
+      () => assert.fail('answered by a paused primary'),
+      (error: unknown) => error,
+    );
+    assert.ok(refused instanceof RedisUnavailableError, String(refused));
+    assert.equal(refused.reason, 'timeout');
+    assert.match(refused.message, /no reply from Redis at sentinel master herald via 127\.0\.0\.1:\d+/);
+  } finally {
+    await set.kill(primary, 'SIGCONT');
+  }
+});
+
+test('kill -9 of the primary: the client and the subscriber follow the promoted replica', async () => {
+  const client = connect();
+  const subscriber = connect({ forSubscriber: true });
+  const received: string[] = [];
+  onShardedMessage(subscriber, (_channel, message) => received.push(message));
+  await subscribeSharded(subscriber, 'after-failover');
+  await client.set('survivor', 'before');
+  await client.wait(2, 2000);
+
+  const killed = await set.killPrimary();
+  const promoted = await set.waitForFailover(killed);
+  // Queued while the primary is away (not fail-fast), answered by the new primary.
+  assert.equal(await client.get('survivor'), 'before');
+  await client.set('survivor', 'after');
+  assert.equal(await servingPort(client), promoted);
+
+  // The subscriber re-subscribed on the new primary by itself.
+  await waitFor(
+    async () => {
+      await publishSharded(client, 'after-failover', 'ping');
+      return received.length > 0;
+    },
+    { what: 'a message through the new primary', intervalMs: 100 },
+  );
+  assert.equal(received[0], 'ping');
+});
