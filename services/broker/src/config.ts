@@ -1,12 +1,17 @@
 import { boolean, duration, enumOf, hexBytes, hexBytesList, integer, list, string } from '@herald/config';
 import { httpSettings } from '@herald/http';
+import { redisSettings } from '@herald/redis';
 import { brokerAuthSettings } from './auth.js';
 
 /** Every environment variable the broker reads (docs/broker.md lists them with defaults). */
 export const brokerSpec = {
   ...httpSettings(6632),
-  /** Unset: the in-process backend (one node, nothing survives a restart). */
-  REDIS_URL: string(),
+  /**
+   * Redis: REDIS_URL (standalone), REDIS_SENTINELS + REDIS_SENTINEL_MASTER (Sentinel) or
+   * REDIS_CLUSTER_NODES (Cluster), one of them (docs/contracts.md, "Redis topology"). None: the
+   * in-process backend (one node, nothing survives a restart).
+   */
+  ...redisSettings,
   /** Prefix of every Redis key the broker writes (hash tags are added per queue). */
   BROKER_KEY_PREFIX: string({ default: 'herald:broker:' }),
   /**

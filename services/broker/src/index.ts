@@ -1,6 +1,7 @@
 import type { AddressInfo } from 'node:net';
 import { createServerKit } from '@herald/http';
 import { createMetrics } from '@herald/metrics';
+import { redisTopologyFrom } from '@herald/redis';
 import type { FastifyInstance, FastifyServerOptions, RouteOptions } from 'fastify';
 import { brokerAuthPlugin, requireDeclaredAccess } from './auth.js';
 import type { BrokerConfig } from './config.js';
@@ -47,6 +48,8 @@ export interface StartOptions {
 
 /** Starts one broker node: storage, maintenance, HTTP listener. */
 export async function startBroker(config: BrokerConfig, options: StartOptions = {}): Promise<Broker> {
+  // Throws a ConfigError naming the variable when the Redis variables do not make one topology.
+  const redisTopology = redisTopologyFrom(config);
   const metrics = createMetrics({ defaultLabels: { service: 'broker' } });
   let storage: BrokerStorage | undefined;
   const brokerMetrics = createBrokerMetrics(metrics, () => storage, config.BROKER_METRICS_MAX_QUEUES);
@@ -71,9 +74,9 @@ export async function startBroker(config: BrokerConfig, options: StartOptions = 
     },
   });
   const { app, lifecycle } = kit;
-  if (config.REDIS_URL) {
+  if (redisTopology) {
     storage = new RedisStorage({
-      url: config.REDIS_URL,
+      topology: redisTopology,
       prefix: config.BROKER_KEY_PREFIX,
       slotGroup: config.BROKER_REDIS_SLOT_GROUP,
       oneSlot: config.BROKER_REDIS_ONE_SLOT,
@@ -83,7 +86,7 @@ export async function startBroker(config: BrokerConfig, options: StartOptions = 
   } else {
     storage = new MemoryStorage();
     app.log.warn(
-      'REDIS_URL is not set: using the in-process backend (one node; messages do not survive a restart)',
+      'No Redis is configured (REDIS_URL, REDIS_SENTINELS, REDIS_CLUSTER_NODES): using the in-process backend (one node; messages do not survive a restart)',
     );
   }
   const activeStorage = storage;
@@ -109,11 +112,11 @@ export async function startBroker(config: BrokerConfig, options: StartOptions = 
   };
   // Not awaited: with Redis away at boot the node listens at once and reports not ready
   // (issue #9, defect 7); maintenance schedules its jobs when Redis is reachable.
-  const maintenance: Maintenance = config.REDIS_URL
+  const maintenance: Maintenance = redisTopology
     ? startRedisMaintenance({
         storage: activeStorage,
         metrics: brokerMetrics,
-        redisUrl: config.REDIS_URL,
+        topology: redisTopology,
         keyPrefix: config.BROKER_KEY_PREFIX,
         intervals,
         log: app.log,

@@ -3,8 +3,8 @@ import {
   createRedis,
   isConnectionError,
   loggableError,
-  parseRedisOptions,
-  type Redis,
+  type RedisClient,
+  type RedisTopology,
   replyWithin,
   settleWithin,
 } from '@herald/redis';
@@ -76,7 +76,8 @@ const BULL_AFTER_OUTAGE = /Missing key for job|Missing lock for job|could not re
 export function startRedisMaintenance(options: {
   storage: BrokerStorage;
   metrics: BrokerMetrics;
-  redisUrl: string;
+  /** BullMQ connects with the node's topology: a Cluster client on Cluster (its prefix is hash-tagged). */
+  topology: RedisTopology;
   keyPrefix: string;
   intervals: MaintenanceIntervals;
   log: FastifyBaseLogger;
@@ -84,12 +85,12 @@ export function startRedisMaintenance(options: {
   const { storage, metrics, intervals, log } = options;
   const prefix = `{${options.keyPrefix}bull}`;
   const heartbeatKey = `${prefix}:herald-maintenance-heartbeat`;
-  const connections: Redis[] = [];
+  const connections: RedisClient[] = [];
   // BullMQ reports every reconnect attempt of each of its connections (a stack trace each,
   // ~100 per outage); the storage logs an outage once, when lost and when back (OutageLog), so
   // connection errors are not logged here.
   const connect = (name: string) => {
-    const redis = createRedis(parseRedisOptions(options.redisUrl, { connectionName: name }));
+    const redis = createRedis({ topology: options.topology, connectionName: name });
     redis.on('error', () => undefined);
     connections.push(redis);
     return redis;

@@ -11,16 +11,18 @@ import type { Histogram } from '@herald/metrics';
 import {
   closeRedis,
   createRedis,
+  describeTopology,
   instrumentRedis,
   OutageLog,
   type OutageLogger,
-  parseRedisOptions,
+  onShardedMessage,
   probeRedis,
-  type Redis,
-  redisTarget,
+  type RedisClient,
+  type RedisTopology,
   runScript,
   type ScriptSet,
   scriptNamed,
+  subscribeSharded,
 } from '@herald/redis';
 import { namespaceAndTask } from './identifiers.js';
 import { ack } from './redis/ack.js';
@@ -68,7 +70,8 @@ import type {
 import { RedisStreams } from './streams/redis.js';
 
 export interface RedisStorageOptions {
-  readonly url: string;
+  /** Standalone, Sentinel or Cluster (`@herald/redis`); on Cluster `oneSlot` is always on. */
+  readonly topology: RedisTopology;
   /** Prefix of every key (`herald:broker:`); each queue's keys add a hash tag after it. */
   readonly prefix: string;
   readonly commandDuration?: Histogram<'command'>;
@@ -103,8 +106,9 @@ export const COMMAND_TIMEOUT_MS = 1000;
 
 export class RedisStorage implements BrokerStorage {
   readonly kind = 'redis';
-  private readonly redis: Redis;
-  private readonly subscriber: Redis;
+  private readonly redis: RedisClient;
+  private readonly subscriber: RedisClient;
+  private readonly oneSlot: boolean;
   private readonly scripts: ScriptSet;
   private readonly prefix: string;
   private readonly listeners = new Set<AvailabilityListener>();
@@ -118,15 +122,17 @@ export class RedisStorage implements BrokerStorage {
 
   constructor(private readonly options: RedisStorageOptions) {
     this.prefix = options.prefix;
-    this.redis = createRedis(
-      parseRedisOptions(options.url, { connectionName: 'herald-broker', commandTimeout: COMMAND_TIMEOUT_MS }),
-    );
+    const { topology } = options;
+    this.oneSlot = topology.kind === 'cluster' || (options.oneSlot ?? false);
+    this.redis = createRedis({
+      topology,
+      connectionName: 'herald-broker',
+      commandTimeout: COMMAND_TIMEOUT_MS,
+    });
     if (options.commandDuration) instrumentRedis(this.redis, options.commandDuration);
-    this.subscriber = createRedis(
-      parseRedisOptions(options.url, { connectionName: 'herald-broker-notify', forSubscriber: true }),
-    );
+    this.subscriber = createRedis({ topology, connectionName: 'herald-broker-notify', forSubscriber: true });
     // Outages surface through /readyz, 503s and two log lines; an unhandled 'error' event would crash.
-    const outages = new OutageLog(options.log, redisTarget(options.url));
+    const outages = new OutageLog(options.log, describeTopology(topology));
     outages.watch(this.redis, 'herald-broker');
     outages.watch(this.subscriber, 'herald-broker-notify');
     this.scripts = options.scripts ?? loadBrokerScripts();
@@ -140,7 +146,7 @@ export class RedisStorage implements BrokerStorage {
       key: (...parts) => this.key(...parts),
       base: (queue) => this.base(queue),
       run: (name, keys, args) => this.run(name, keys, args),
-      oneSlot: options.oneSlot ?? false,
+      oneSlot: this.oneSlot,
       notify: (queues) => this.notifier.notify(queues),
     };
     // Control messages sent while this node was away are lost: read the flags afresh.
@@ -156,7 +162,7 @@ export class RedisStorage implements BrokerStorage {
       register: (queue, partitions) => this.registry.register(queue, partitions),
       notify: (queues) => this.notifier.notify(queues),
     });
-    this.subscriber.on('message', (channel: string, message: string) => {
+    onShardedMessage(this.subscriber, (channel: string, message: string) => {
       if (channel === this.key('control')) {
         if (!this.registry.onControl(message)) this.systemFlags.forget();
         return;
@@ -165,12 +171,12 @@ export class RedisStorage implements BrokerStorage {
       for (const listener of this.listeners) listener(queue, capacity);
     });
     // Re-subscribed by ioredis after a reconnect (autoResubscribe).
-    void this.subscriber.subscribe(this.key('notify'), this.key('control')).catch(() => undefined);
+    void subscribeSharded(this.subscriber, this.key('notify'), this.key('control')).catch(() => undefined);
   }
 
-  /** The URL given at construction (for BullMQ connections of the maintenance module). */
-  get url(): string {
-    return this.options.url;
+  /** The topology given at construction (for BullMQ connections of the maintenance module). */
+  get topology(): RedisTopology {
+    return this.options.topology;
   }
 
   private key(...parts: string[]): string {
@@ -187,7 +193,7 @@ export class RedisStorage implements BrokerStorage {
 
   private run<T>(name: string, keys: string[], args: (string | number)[]): Promise<T> {
     const script = scriptNamed(this.scripts, name);
-    if (this.options.oneSlot) {
+    if (this.oneSlot) {
       const tags = new Set(keys.map(slotTag));
       // A call site bug: Redis Cluster would refuse it (CROSSSLOT) or run it on the wrong shard.
       if (tags.size > 1)

@@ -1,13 +1,84 @@
 import { after, before } from 'node:test';
 import { parseEnv } from '@herald/config';
-import { testRedisUrl, uniquePrefix } from '@herald/testkit';
+import { RedisCluster, RedisSentinelSet, testRedisUrl, uniquePrefix } from '@herald/testkit';
 import { brokerSpec } from '../src/config.js';
 import { type Broker, startBroker } from '../src/index.js';
 
-export type Backend = 'memory' | 'redis';
-export const BACKENDS: Backend[] = ['memory', 'redis'];
+/**
+ * Where a test broker keeps its state: in process, the shared standalone Redis, or a Redis
+ * Cluster (3 primaries + 3 replicas) / Sentinel set (1 primary, 2 replicas, 3 sentinels) the
+ * helper starts for the file (docs/broker.md "Redis topologies").
+ */
+export type Backend = 'memory' | 'redis' | 'redis-cluster' | 'redis-sentinel';
+const ALL_BACKENDS: readonly Backend[] = ['memory', 'redis', 'redis-cluster', 'redis-sentinel'];
+
+/**
+ * The backends every multi-backend suite runs on: memory and standalone Redis, or the list in
+ * HERALD_BROKER_TEST_BACKENDS (e.g. `redis-cluster,redis-sentinel`: the full run on every
+ * topology, docs/broker.md "Redis topologies").
+ */
+export const BACKENDS: Backend[] = backendsFrom(process.env.HERALD_BROKER_TEST_BACKENDS);
+
+function backendsFrom(text: string | undefined): Backend[] {
+  if (!text) return ['memory', 'redis'];
+  return text.split(',').map((name) => {
+    const backend = ALL_BACKENDS.find((known) => known === name.trim());
+    if (!backend)
+      throw new Error(`HERALD_BROKER_TEST_BACKENDS: unknown backend ${name} (${ALL_BACKENDS.join(', ')})`);
+    return backend;
+  });
+}
+
+/** One harness per topology and test process, started by its first broker, stopped with its last. */
+const harnesses = new Map<Backend, { users: number; started: Promise<RedisCluster | RedisSentinelSet> }>();
+
+async function acquireTopology(backend: 'redis-cluster' | 'redis-sentinel'): Promise<Record<string, string>> {
+  let harness = harnesses.get(backend);
+  if (!harness) {
+    harness = {
+      users: 0,
+      started: backend === 'redis-cluster' ? RedisCluster.start() : RedisSentinelSet.start(),
+    };
+    harnesses.set(backend, harness);
+  }
+  harness.users++;
+  const started = await harness.started;
+  return started instanceof RedisCluster
+    ? // The contract's transactions span queues of one namespace: they share a slot this way.
+      { REDIS_CLUSTER_NODES: started.nodes.join(','), BROKER_REDIS_SLOT_GROUP: 'namespace' }
+    : { REDIS_SENTINELS: started.sentinels.join(','), REDIS_SENTINEL_MASTER: started.masterName };
+}
+
+async function releaseTopology(backend: Backend): Promise<void> {
+  const harness = harnesses.get(backend);
+  if (!harness) return;
+  harness.users--;
+  if (harness.users > 0) return;
+  harnesses.delete(backend);
+  await (await harness.started).stop();
+}
 
 export async function startTestBroker(backend: Backend, extra: Record<string, string> = {}): Promise<Broker> {
+  if (backend === 'redis-cluster' || backend === 'redis-sentinel') {
+    const topology = await acquireTopology(backend);
+    try {
+      const broker = await startTestBroker('memory', {
+        BROKER_KEY_PREFIX: uniquePrefix('broker'),
+        ...topology,
+        ...extra,
+      });
+      return {
+        ...broker,
+        close: async () => {
+          await broker.close();
+          await releaseTopology(backend);
+        },
+      };
+    } catch (error) {
+      await releaseTopology(backend);
+      throw error;
+    }
+  }
   const environment: Record<string, string> = {
     PORT: '0',
     HOST: '127.0.0.1',

@@ -1,4 +1,4 @@
-import type { Redis } from '@herald/redis';
+import type { RedisClient } from '@herald/redis';
 import type { RedisRegistry } from './registry.js';
 
 /** A script's reply as ioredis returns it. */
@@ -13,7 +13,7 @@ export const decode = decodeURIComponent;
  * connection, the global registrations, key names, the scripts and the availability channel.
  */
 export interface RedisBackend {
-  readonly redis: Redis;
+  readonly redis: RedisClient;
   readonly registry: RedisRegistry;
   /** A global key: `<prefix><parts joined by ':'>`. */
   key(...parts: string[]): string;

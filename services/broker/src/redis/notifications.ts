@@ -1,4 +1,4 @@
-import type { Redis } from '@herald/redis';
+import { publishSharded, type RedisClient } from '@herald/redis';
 
 /*
  * The `notify` channel: every node publishes "work may be available in <queue>" and every
@@ -34,7 +34,7 @@ export class Notifier {
   private scheduled = false;
 
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly channel: string,
   ) {}
 
@@ -48,7 +48,9 @@ export class Notifier {
     setImmediate(() => {
       this.scheduled = false;
       for (const [queue, capacity] of this.pending) {
-        void this.redis.publish(this.channel, formatNotification(queue, capacity)).catch(() => undefined);
+        void publishSharded(this.redis, this.channel, formatNotification(queue, capacity)).catch(
+          () => undefined,
+        );
       }
       this.pending.clear();
     });

@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import { publishSharded, type RedisClient } from '@herald/redis';
 import { newId } from '../identifiers.js';
 
 /** How often a node checks that Redis still holds what it registered. */
@@ -27,7 +27,7 @@ export class RedisRegistry {
   private checking: Promise<void> | undefined;
 
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly key: (...parts: string[]) => string,
   ) {
     this.timer = setInterval(() => void this.check(), EPOCH_CHECK_MS).unref();
@@ -80,7 +80,7 @@ export class RedisRegistry {
     await this.redis.srem(this.key('queues'), queue);
     if (partitionIds.length > 0) await this.redis.hdel(this.key('pid'), ...partitionIds);
     this.forget(queue);
-    await this.redis.publish(this.key('control'), FORGET_PREFIX + queue).catch(() => undefined);
+    await publishSharded(this.redis, this.key('control'), FORGET_PREFIX + queue).catch(() => undefined);
   }
 
   /** Handles a control-channel message; true when it was the registry's. */

@@ -1,4 +1,4 @@
-import type { Redis } from '@herald/redis';
+import type { RedisClient } from '@herald/redis';
 import { newId } from '../identifiers.js';
 import type { TraceEntry, TraceInput } from '../storage.js';
 
@@ -16,7 +16,7 @@ const NAMES_KEPT = 10_000;
  */
 export class RedisTraces {
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly key: (...parts: string[]) => string,
   ) {}
 
