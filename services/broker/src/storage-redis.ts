@@ -24,6 +24,7 @@ import {
   scriptNamed,
   subscribeSharded,
 } from '@herald/redis';
+import { notOnCluster } from './errors.js';
 import { namespaceAndTask } from './identifiers.js';
 import { ack } from './redis/ack.js';
 import { encode, type RedisBackend, slotTag } from './redis/context.js';
@@ -156,7 +157,10 @@ export class RedisStorage implements BrokerStorage {
     this.streams = new RedisStreams({
       redis: this.redis,
       streamsBase: this.key('streams:'),
-      run: (name, args) => this.run(name, [], args),
+      // The streams scripts span the query's, the source's and the sinks' slots (0 KEYS):
+      // standalone and Sentinel only, refused before any write on Cluster.
+      run: (name, args) =>
+        this.oneSlot ? Promise.reject(notOnCluster('Streams')) : this.run(name, [], args),
       base: (queue) => this.base(queue),
       resolvePartition: (partitionId) => this.registry.resolve(partitionId),
       register: (queue, partitions) => this.registry.register(queue, partitions),

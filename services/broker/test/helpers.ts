@@ -1,4 +1,4 @@
-import { after, before } from 'node:test';
+import { after, before, test } from 'node:test';
 import { parseEnv } from '@herald/config';
 import { RedisCluster, RedisSentinelSet, testRedisUrl, uniquePrefix } from '@herald/testkit';
 import { brokerSpec } from '../src/config.js';
@@ -27,6 +27,16 @@ function backendsFrom(text: string | undefined): Backend[] {
       throw new Error(`HERALD_BROKER_TEST_BACKENDS: unknown backend ${name} (${ALL_BACKENDS.join(', ')})`);
     return backend;
   });
+}
+
+/**
+ * `test` where the backend offers the streams API, nothing on Redis Cluster (its scripts span
+ * slots: the routes answer 501 there, which slots.test.ts checks).
+ */
+export function streamsTest(backend: Backend): (name: string, body: () => Promise<void>) => void {
+  return (name, body) => {
+    if (backend !== 'redis-cluster') test(name, body);
+  };
 }
 
 /** One harness per topology and test process, started by its first broker, stopped with its last. */

@@ -99,6 +99,27 @@ describe('one slot per call (BROKER_REDIS_ONE_SLOT)', () => {
   });
 });
 
+describe('streams on Redis Cluster', () => {
+  const suite = brokerSuite('redis', { BROKER_REDIS_ONE_SLOT: 'true' });
+
+  test('registering a query and running a cycle answer 501 and store nothing', async () => {
+    const { api } = suite;
+    const source = queueName('streams');
+    const registered = await api.call('POST', '/streams/v1/queries', {
+      name: queueName('query'),
+      source_queue: source,
+      config_hash: 'h1',
+    });
+    assert.equal(registered.status, 501);
+    assert.match(registered.body.error, /needs standalone Redis or Sentinel/);
+    const cycle = await api.call('POST', '/streams/v1/cycle', {
+      query_id: '0192a000-0000-7000-8000-000000000000',
+      partition_id: '0192a000-0000-7000-8000-000000000001',
+    });
+    assert.equal(cycle.status, 501);
+  });
+});
+
 describe('slot group per namespace (BROKER_REDIS_SLOT_GROUP=namespace)', () => {
   const suite = brokerSuite('redis', { BROKER_REDIS_ONE_SLOT: 'true', BROKER_REDIS_SLOT_GROUP: 'namespace' });
 
