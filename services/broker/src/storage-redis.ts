@@ -33,7 +33,7 @@ import { RedisFlags } from './redis/flags.js';
 import { deleteGroup, groupsOf, seek } from './redis/groups.js';
 import { extendLease, sweepLeases } from './redis/leases.js';
 import { deleteMessage, getMessage, listMessages, listQueueMessages } from './redis/messages.js';
-import { Notifier, parseNotification } from './redis/notifications.js';
+import { Notifier, parseNotification, QueueSubscriptions } from './redis/notifications.js';
 import { pop, release } from './redis/pop.js';
 import { push } from './redis/push.js';
 import { configure, deleteQueue, getQueue, listQueues } from './redis/queues.js';
@@ -114,6 +114,8 @@ export class RedisStorage implements BrokerStorage {
   private readonly prefix: string;
   private readonly listeners = new Set<AvailabilityListener>();
   private readonly notifier: Notifier;
+  /** Per-queue notification channels this node listens to (Cluster only). */
+  private readonly queueSubscriptions: QueueSubscriptions | undefined;
   private readonly registry: RedisRegistry;
   private readonly systemFlags: RedisFlags;
   private readonly traces: RedisTraces;
@@ -139,7 +141,16 @@ export class RedisStorage implements BrokerStorage {
     this.scripts = options.scripts ?? loadBrokerScripts();
     this.traces = new RedisTraces(this.redis, (...parts) => this.key(...parts));
     this.registry = new RedisRegistry(this.redis, (...parts) => this.key(...parts));
-    this.notifier = new Notifier(this.redis, this.key('notify'));
+    // docs/broker.md "Redis topologies": one channel per queue in its slot on Cluster, one for all otherwise.
+    const channelOf = this.oneSlot
+      ? (queue: string) => `${this.base(queue)}notify`
+      : () => this.key('notify');
+    this.notifier = new Notifier(this.redis, channelOf);
+    this.queueSubscriptions = this.oneSlot
+      ? new QueueSubscriptions(this.subscriber, channelOf, (queue) => {
+          for (const listener of this.listeners) listener(queue, Number.POSITIVE_INFINITY);
+        })
+      : undefined;
     this.systemFlags = new RedisFlags(this.redis, this.key('flags'), this.key('control'));
     this.backend = {
       redis: this.redis,
@@ -175,7 +186,8 @@ export class RedisStorage implements BrokerStorage {
       for (const listener of this.listeners) listener(queue, capacity);
     });
     // Re-subscribed by ioredis after a reconnect (autoResubscribe).
-    void subscribeSharded(this.subscriber, this.key('notify'), this.key('control')).catch(() => undefined);
+    const channels = this.oneSlot ? [this.key('control')] : [this.key('notify'), this.key('control')];
+    void subscribeSharded(this.subscriber, ...channels).catch(() => undefined);
   }
 
   /** The topology given at construction (for BullMQ connections of the maintenance module). */
@@ -210,6 +222,10 @@ export class RedisStorage implements BrokerStorage {
     return runScript<T>(this.redis, declared, keys, args);
   }
 
+  watchQueue(queue: string): () => void {
+    return this.queueSubscriptions?.watch(queue) ?? (() => undefined);
+  }
+
   onAvailable(listener: AvailabilityListener): () => void {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
@@ -223,6 +239,7 @@ export class RedisStorage implements BrokerStorage {
   async close(): Promise<void> {
     // Bounded even with Redis down (close.ts): QUIT only on a live connection.
     this.registry.stop();
+    this.queueSubscriptions?.close();
     await Promise.all([closeRedis(this.redis), closeRedis(this.subscriber)]);
   }
 

@@ -7,6 +7,8 @@
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
+import { createRedis, parseRedisOptions } from '@herald/redis';
+import { testRedisUrl, uniquePrefix, waitFor } from '@herald/testkit';
 import { type BrokerClient, brokerSuite, queueName } from './helpers.js';
 
 async function popOne(api: BrokerClient, queue: string, query = '') {
@@ -96,6 +98,33 @@ describe('one slot per call (BROKER_REDIS_ONE_SLOT)', () => {
     const acked = await api.ack({ ...pick(popped), status: 'completed' });
     assert.equal(acked.body[0].success, true);
     assert.equal(acked.body[0].repeat, false);
+  });
+});
+
+describe('notifications per queue (BROKER_REDIS_ONE_SLOT)', () => {
+  const prefix = uniquePrefix('slots-notify');
+  const parked = brokerSuite('redis', { BROKER_REDIS_ONE_SLOT: 'true', BROKER_KEY_PREFIX: prefix });
+  const pusher = brokerSuite('redis', { BROKER_REDIS_ONE_SLOT: 'true', BROKER_KEY_PREFIX: prefix });
+
+  test("a pop parked on one node is woken by a push through another, over the queue's own channel", async () => {
+    const queue = queueName('notify');
+    const channel = `${prefix}{${encodeURIComponent(queue)}}:notify`;
+    const redis = createRedis(parseRedisOptions(await testRedisUrl(), { connectionName: 'slots-test' }));
+    try {
+      // Long enough that a lost notification shows as a 204 at the end of the wait.
+      const pop = parked.api.pop(queue, 'wait=true&timeout=30000');
+      // Parked and subscribed to the queue's channel (nothing else carries its notifications).
+      await waitFor(async () => {
+        const [, subscribers] = (await redis.pubsub('NUMSUB', channel)) as [string, number];
+        return subscribers >= 1;
+      });
+      assert.equal((await pusher.api.push([{ queue, payload: 'wake', transactionId: 'w1' }])).status, 201);
+      const reply = await pop;
+      assert.equal(reply.status, 200);
+      assert.equal(reply.body.messages[0].data, 'wake');
+    } finally {
+      redis.disconnect();
+    }
   });
 });
 
