@@ -19,7 +19,9 @@ const WORKERS = 6;
 
 after(() => stopTestRedis());
 
-test('a broker node killed mid-transaction leaves each transaction whole or absent', { timeout: 120_000 }, async () => {
+test('a broker node killed mid-transaction leaves each transaction whole or absent', {
+  timeout: 120_000,
+}, async () => {
   const environment = {
     REDIS_URL: await testRedisUrl(),
     BROKER_KEY_PREFIX: uniquePrefix('crash'),
@@ -30,7 +32,11 @@ test('a broker node killed mid-transaction leaves each transaction whole or abse
   const sink = 'crash.sink';
   const victim = await BrokerNode.start(environment);
   const pushed = await call(victim.url, 'POST', '/api/v1/push', {
-    items: Array.from({ length: MESSAGES }, (_, index) => ({ queue: source, payload: index, transactionId: `m${index}` })),
+    items: Array.from({ length: MESSAGES }, (_, index) => ({
+      queue: source,
+      payload: index,
+      transactionId: `m${index}`,
+    })),
   });
   assert.equal(pushed.status, 201);
 

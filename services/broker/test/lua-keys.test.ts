@@ -4,8 +4,8 @@
  * every script call, MULTI and transaction of the Redis backend stays in one hash slot.
  */
 import assert from 'node:assert/strict';
-import { createRequire } from 'node:module';
 import { describe, it } from 'node:test';
+import { keySlot } from '@herald/testkit';
 import { slotTag } from '../src/redis/context.js';
 import { loadBrokerScripts, luaDirectory } from '../src/scripts.js';
 import { type KeyViolation, scanScriptDirectory, scanScriptKeys } from './lua-keys.js';
@@ -104,9 +104,8 @@ describe('Lua key discipline', () => {
 });
 
 describe('slotTag', () => {
-  // Redis Cluster's own hash (CRC16 of the tag, as ioredis routes commands): slotTag must pick
+  // Redis Cluster's own hash (CRC16 of the tag, @herald/testkit's keySlot): slotTag must pick
   // the text Redis hashes, or the one-slot checks of the broker would check the wrong thing.
-  const keySlot = createRequire(import.meta.url)('cluster-key-slot') as (key: string) => number;
   const keys = [
     'herald:broker:{orders.email}:cfg',
     'herald:broker:{orders.email}:s:p%3A1',

@@ -4,13 +4,16 @@
  * appended (`KEYS[1] .. 's:' .. p`), so the key keeps the declared key's hash tag and lives in
  * the slot the call was routed to. A key built from ARGV, a literal or anything else is refused.
  *
- * Reusable by any service: `scanScriptKeys(source)` checks one script's text (after
+ * Reusable by any service: `scanScriptKeys(name, source)` checks one script's text (after
  * `--@include` expansion), `scanScriptDirectory(directory)` every `<name>-<n>.lua` of a
  * directory as the loader reads it. The analysis is a whole-script fixpoint over names (not
  * scopes): a variable, function parameter, table field or function result counts as
  * key-derived only when every value ever bound to that name is key-derived. That is
  * conservative (reusing a name for a non-key value elsewhere in the script makes its key uses
- * fail: rename it) and never accepts a key whose origin it cannot follow.
+ * fail: rename it) and never accepts a key whose origin it cannot follow. What it cannot see is
+ * the text of KEYS at run time: that the declared keys carry the hash tag (so a suffix cannot
+ * move them) is the caller's side, checked where scripts are called (the broker's
+ * BROKER_REDIS_ONE_SLOT check, slots.test.ts).
  */
 import { loadScripts } from '@herald/redis';
 import luaparse from 'luaparse';
