@@ -2,6 +2,7 @@
 
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { redisSettings } from '@herald/redis';
 import { repoRoot } from './helm.js';
 
 /**
@@ -52,7 +53,8 @@ export const serviceEnvNames = {
     'TRUSTED_PROXIES',
     'LOG_LEVEL',
     'SHUTDOWN_TIMEOUT',
-    'REDIS_URL',
+    // REDIS_URL, REDIS_SENTINELS, REDIS_CLUSTER_NODES…: the one Redis spec both services spread.
+    ...Object.keys(redisSettings),
   ],
   hub: [
     'MERCURE_PUBLISHER_JWT_KEY',

@@ -22,6 +22,8 @@ export const ciValues = {
   existingSecret: join(ciValuesDir, 'existing-secret-values.yaml'),
   ingressHttpRoute: join(ciValuesDir, 'ingress-httproute-values.yaml'),
   tls: join(ciValuesDir, 'tls-values.yaml'),
+  redisSentinel: join(ciValuesDir, 'redis-sentinel-values.yaml'),
+  redisCluster: join(ciValuesDir, 'redis-cluster-values.yaml'),
 } as const;
 
 interface HelmSetup {

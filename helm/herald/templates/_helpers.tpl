@@ -73,7 +73,7 @@ app.kubernetes.io/component: {{ .name }}
 {{- end -}}
 {{- end -}}
 
-{{/* Redis URL Secret: the user's, or the one this chart creates from redis.url. */}}
+{{/* Redis Secret (URL, or passwords): the user's, or the one this chart creates from redis.url/password/sentinelPassword. */}}
 {{- define "herald.redisSecretName" -}}
 {{- if .Values.redis.existingSecret -}}
 {{- .Values.redis.existingSecret -}}
@@ -197,6 +197,58 @@ environment variable → value when the chart creates the Secret. Returned as YA
 {{- end -}}
 {{- end -}}
 
+{{/*
+The Redis topology (docs/contracts.md, "Redis topology"): exactly one of REDIS_URL,
+REDIS_SENTINELS, REDIS_CLUSTER_NODES, by redis.mode; passwords only through a Secret.
+*/}}
+{{- define "herald.env.redis" -}}
+{{- $redis := .Values.redis -}}
+{{- $secretName := include "herald.redisSecretName" . -}}
+{{- if eq $redis.mode "standalone" }}
+- name: REDIS_URL
+  valueFrom:
+    secretKeyRef:
+      name: {{ $secretName }}
+      key: {{ include "herald.redisSecretKey" . }}
+{{- else }}
+{{- if eq $redis.mode "sentinel" }}
+- name: REDIS_SENTINELS
+  value: {{ join "," $redis.sentinel.nodes | quote }}
+- name: REDIS_SENTINEL_MASTER
+  value: {{ $redis.sentinel.masterName | quote }}
+{{- include "herald.envVar" (list "REDIS_SENTINEL_USERNAME" $redis.sentinel.username) }}
+{{- if or $redis.existingSecret $redis.sentinelPassword }}
+- name: REDIS_SENTINEL_PASSWORD
+  valueFrom:
+    secretKeyRef:
+      name: {{ $secretName }}
+      key: {{ ternary $redis.sentinelPasswordKey "redis-sentinel-password" (not (empty $redis.existingSecret)) }}
+      {{- if $redis.existingSecret }}
+      optional: true
+      {{- end }}
+{{- end }}
+{{- else }}
+- name: REDIS_CLUSTER_NODES
+  value: {{ join "," $redis.cluster.nodes | quote }}
+{{- end }}
+{{- include "herald.envVar" (list "REDIS_USERNAME" $redis.username) }}
+{{- if or $redis.existingSecret $redis.password }}
+- name: REDIS_PASSWORD
+  valueFrom:
+    secretKeyRef:
+      name: {{ $secretName }}
+      key: {{ ternary $redis.passwordKey "redis-password" (not (empty $redis.existingSecret)) }}
+      {{- if $redis.existingSecret }}
+      optional: true
+      {{- end }}
+{{- end }}
+{{- if $redis.tls }}
+- name: REDIS_TLS
+  value: "true"
+{{- end }}
+{{- end }}
+{{- end -}}
+
 {{/* Environment shared by both services (docs/contracts.md, "Common to both services"). */}}
 {{- define "herald.env.common" -}}
 {{- $values := .values -}}
@@ -209,11 +261,7 @@ environment variable → value when the chart creates the Secret. Returned as YA
 - name: SHUTDOWN_TIMEOUT
   value: {{ printf "%ds" (int $values.shutdownTimeoutSeconds) | quote }}
 {{- /* Always Redis: the in-process backend is for one development node, never for this chart. */}}
-- name: REDIS_URL
-  valueFrom:
-    secretKeyRef:
-      name: {{ include "herald.redisSecretName" .root }}
-      key: {{ include "herald.redisSecretKey" .root }}
+{{- include "herald.env.redis" .root }}
 {{- include "herald.envVar" (list "TRUSTED_PROXIES" (join "," $values.trustedProxies)) }}
 {{- if $values.tls.enabled }}
 - name: TLS_CERT_FILE

@@ -7,9 +7,9 @@ import { brokerAuthSettings } from './auth.js';
 export const brokerSpec = {
   ...httpSettings(6632),
   /**
-   * Redis: REDIS_URL (standalone), REDIS_SENTINELS + REDIS_SENTINEL_MASTER (Sentinel) or
-   * REDIS_CLUSTER_NODES (Cluster), one of them (docs/contracts.md, "Redis topology"). None: the
-   * in-process backend (one node, nothing survives a restart).
+   * REDIS_URL, REDIS_SENTINELS (+ REDIS_SENTINEL_MASTER…), REDIS_CLUSTER_NODES, REDIS_USERNAME,
+   * REDIS_PASSWORD, REDIS_TLS: one definition for both services, in @herald/redis
+   * (`redisTopologyFrom`). None set: the in-process backend (one node, nothing survives a restart).
    */
   ...redisSettings,
   /** Prefix of every Redis key the broker writes (hash tags are added per queue). */

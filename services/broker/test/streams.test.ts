@@ -5,14 +5,14 @@
  */
 import assert from 'node:assert/strict';
 import { after, describe, test } from 'node:test';
-import { stopTestRedis, waitFor } from '@herald/testkit';
+import { stopTestRedis, testTopology, waitFor } from '@herald/testkit';
 import { STREAMS_LIMITS } from '../src/streams/limits.js';
 import { BACKENDS, brokerSuite, client, queueName, startTestBroker } from './helpers.js';
 
 after(() => stopTestRedis());
 
 /** Streams are not offered on Redis Cluster (501: slots.test.ts checks the refusal). */
-const STREAMS_BACKENDS = BACKENDS.filter((backend) => backend !== 'redis-cluster');
+const STREAMS_BACKENDS = BACKENDS.filter((backend) => backend === 'memory' || testTopology() !== 'cluster');
 
 for (const backend of STREAMS_BACKENDS) {
   describe(`streams API (${backend})`, () => {

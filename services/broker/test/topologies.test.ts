@@ -1,33 +1,58 @@
 /*
  * The broker on a real Redis Cluster (3 primaries + 3 replicas) and Sentinel set (issue #12;
  * docs/broker.md "Redis topologies"): the part of the topology runs that `npm test` keeps. The
- * full suites run on both with HERALD_BROKER_TEST_BACKENDS (helpers.ts, docs/broker.md).
+ * full suites run on both with HERALD_TEST_TOPOLOGY (helpers.ts, docs/broker.md).
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { createRedis } from '@herald/redis';
-import { uniquePrefix, waitFor } from '@herald/testkit';
+import { RedisCluster, RedisSentinelSet, uniquePrefix, waitFor } from '@herald/testkit';
 import type { Broker, RedisStorage } from '../src/index.js';
-import { type Backend, type BrokerClient, client, queueName, startTestBroker } from './helpers.js';
+import { type BrokerClient, client, queueName, startTestBroker } from './helpers.js';
 
 /** The BullMQ prefix maintenance.ts derives from the key prefix (hash-tagged: one slot). */
 const heartbeatKey = (prefix: string) => `{${prefix}bull}:herald-maintenance-heartbeat`;
 
-for (const backend of ['redis-cluster', 'redis-sentinel'] as const satisfies readonly Backend[]) {
-  describe(`broker on ${backend}`, () => {
+/** The Redis variables of a private harness, and its stop. */
+const TOPOLOGIES = {
+  cluster: async () => {
+    const cluster = await RedisCluster.start();
+    return { environment: { REDIS_CLUSTER_NODES: cluster.nodes.join(',') }, stop: () => cluster.stop() };
+  },
+  sentinel: async () => {
+    const set = await RedisSentinelSet.start();
+    return {
+      environment: { REDIS_SENTINELS: set.sentinels.join(','), REDIS_SENTINEL_MASTER: set.masterName },
+      stop: () => set.stop(),
+    };
+  },
+};
+
+for (const [topology, start] of Object.entries(TOPOLOGIES)) {
+  describe(`broker on Redis ${topology}`, () => {
     const prefix = uniquePrefix('topology');
     const nodes: Broker[] = [];
+    let stop: () => Promise<void> = async () => undefined;
     let first: BrokerClient;
     let second: BrokerClient;
     before(async () => {
+      const harness = await start();
+      stop = harness.stop;
+      const environment = {
+        ...harness.environment,
+        BROKER_KEY_PREFIX: prefix,
+        BROKER_STATS_INTERVAL: '500',
+        BROKER_REDIS_SLOT_GROUP: 'namespace',
+      };
       // Two nodes of one deployment; maintenance every 200 ms (helpers.ts) on both.
-      nodes.push(await startTestBroker(backend, { BROKER_KEY_PREFIX: prefix, BROKER_STATS_INTERVAL: '500' }));
-      nodes.push(await startTestBroker(backend, { BROKER_KEY_PREFIX: prefix, BROKER_STATS_INTERVAL: '500' }));
+      nodes.push(await startTestBroker('redis', environment));
+      nodes.push(await startTestBroker('redis', environment));
       first = client((nodes[0] as Broker).url);
       second = client((nodes[1] as Broker).url);
     });
     after(async () => {
       for (const node of nodes) await node.close();
+      await stop();
     });
 
     test('push, pop, ack and a transaction of one namespace across two nodes', async () => {

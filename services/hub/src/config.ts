@@ -11,6 +11,7 @@ import {
   url,
 } from '@herald/config';
 import { httpSettings } from '@herald/http';
+import { redisSettings, redisTopologyFrom } from '@herald/redis';
 import { HUB_PATH } from './identity.js';
 
 /**
@@ -19,8 +20,12 @@ import { HUB_PATH } from './identity.js';
  */
 export const hubSpec = {
   ...httpSettings(8080),
-  /** Unset: the in-process backend (single node only; logged loudly at start). */
-  REDIS_URL: url({ protocols: ['redis:', 'rediss:'] }),
+  /**
+   * REDIS_URL, REDIS_SENTINELS (+ REDIS_SENTINEL_MASTER…), REDIS_CLUSTER_NODES, REDIS_USERNAME,
+   * REDIS_PASSWORD, REDIS_TLS: one definition for both services, in @herald/redis. None set: the
+   * in-process backend (single node only; logged loudly at start).
+   */
+  ...redisSettings,
   /**
    * MERCURE_{PUBLISHER,SUBSCRIBER}_{JWT_KEY,JWT_ALG,JWKS_URL}, MERCURE_LEGACY_CLAIMS,
    * MERCURE_COOKIE_NAME, MERCURE_JWT_ISSUERS, MERCURE_JWT_AUDIENCE: one definition, in @herald/auth.
@@ -81,6 +86,8 @@ export class HubConfigError extends Error {
 }
 
 export function validateHubConfig(config: HubConfig): void {
+  // Exactly one Redis topology, or none (throws a ConfigError naming the variable).
+  redisTopologyFrom(config);
   const wildcard = config.MERCURE_CORS_ORIGINS.includes('*');
   if (wildcard && config.MERCURE_CORS_CREDENTIALS === true) {
     // Browsers refuse `*` with credentials; allowing any origin with cookies would be a CSRF hole.

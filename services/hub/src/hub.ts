@@ -4,7 +4,7 @@ import { HeraldError, sendError } from '@herald/errors';
 import { createServerKit, type Lifecycle, type ServerKit } from '@herald/http';
 import { uuidv7 } from '@herald/ids';
 import { createMetrics, type Metrics } from '@herald/metrics';
-import { settleWithin } from '@herald/redis';
+import { redisTopologyFrom, settleWithin } from '@herald/redis';
 import type { FastifyError, FastifyInstance, FastifyServerOptions } from 'fastify';
 import {
   handleSubscriptionsApi,
@@ -83,9 +83,10 @@ export class Hub implements SubscriberRegistry {
     this.auth = new HubAuthorization(config, app.log, (reason) => this.metrics.authFailures.inc({ reason }));
     const log = (level: 'info' | 'warn' | 'error', message: string, details?: object) =>
       app.log[level](details ?? {}, message);
-    this.transport = config.REDIS_URL
+    const redis = redisTopologyFrom(config);
+    this.transport = redis
       ? new RedisTransport({
-          url: config.REDIS_URL.href,
+          topology: redis,
           prefix: config.MERCURE_REDIS_PREFIX,
           historySize: config.MERCURE_HISTORY_SIZE,
           historyTtl: config.MERCURE_HISTORY_TTL,
@@ -118,7 +119,7 @@ export class Hub implements SubscriberRegistry {
   async start(): Promise<void> {
     if (this.transport.kind === 'memory') {
       this.app.log.warn(
-        'REDIS_URL is not set: using the in-process backend (single node only, history in memory); set REDIS_URL to run a cluster',
+        'no Redis is configured (REDIS_URL, REDIS_SENTINELS or REDIS_CLUSTER_NODES): using the in-process backend (single node only, history in memory); set one to run a cluster',
       );
     } else {
       this.app.log.info({ prefix: this.config.MERCURE_REDIS_PREFIX }, 'using the Redis backend');

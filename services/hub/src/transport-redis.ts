@@ -6,6 +6,7 @@ import {
   asRedisUnavailable,
   closeRedis,
   createRedis,
+  describeTopology,
   hashTag,
   instrumentRedis,
   keyspace,
@@ -15,10 +16,12 @@ import {
   OutageLog,
   parseRedisOptions,
   type Redis,
-  redisTarget,
+  type RedisTopology,
   replyWithin,
   runScript,
   type ScriptSet,
+  type SentinelTopology,
+  type StandaloneTopology,
   scriptNamed,
 } from '@herald/redis';
 import { TransportUnavailableError } from './errors.js';
@@ -66,7 +69,9 @@ async function unavailableAsTyped<T>(read: Promise<T>): Promise<T> {
 }
 
 export interface RedisTransportOptions {
-  readonly url: string;
+  /** Where Redis lives (`redisTopologyFrom`); `url` is the standalone shortcut. One is required. */
+  readonly topology?: RedisTopology;
+  readonly url?: string;
   /** Key and channel prefix (MERCURE_REDIS_PREFIX). */
   readonly prefix: string;
   readonly historySize: number;
@@ -89,6 +94,22 @@ export interface RedisTransportOptions {
  * out locally (transport-redis-fanout.ts); the active subscriptions registry lives beside it
  * (transport-redis-registry.ts). This class owns the connections and answers history reads.
  */
+/**
+ * The topology the transport connects to. Redis Cluster is refused here until the hub's keys,
+ * channels and fan-out run on it (issue #12 item 3: sharded pub/sub, declared slots).
+ */
+function serverTopology(options: RedisTransportOptions): StandaloneTopology | SentinelTopology {
+  const topology =
+    options.topology ?? (options.url === undefined ? undefined : parseRedisOptions(options.url).topology);
+  if (!topology) throw new Error('RedisTransport: a topology or a url is required');
+  if (topology.kind === 'cluster') {
+    throw new Error(
+      'the hub does not run on Redis Cluster yet (issue #12): use REDIS_URL or REDIS_SENTINELS',
+    );
+  }
+  return topology;
+}
+
 export class RedisTransport implements Transport {
   readonly kind = 'redis' as const;
   readonly events = new EventEmitter<TransportEvents>();
@@ -125,16 +146,15 @@ export class RedisTransport implements Transport {
       channel: space.key('updates'),
     };
     this.scripts = loadScripts(LUA_DIRECTORY);
-    this.command = createRedis(parseRedisOptions(options.url, { connectionName: 'herald-hub-command' }));
-    this.reader = createRedis(
-      parseRedisOptions(options.url, { connectionName: 'herald-hub-reader', commandTimeout: READ_TIMEOUT }),
-    );
-    this.publisher = createRedis(
-      parseRedisOptions(options.url, { connectionName: 'herald-hub-publisher', failFast: true }),
-    );
-    this.subscriber = createRedis(
-      parseRedisOptions(options.url, { connectionName: 'herald-hub-subscriber', forSubscriber: true }),
-    );
+    const topology = serverTopology(options);
+    this.command = createRedis({ topology, connectionName: 'herald-hub-command' });
+    this.reader = createRedis({
+      topology,
+      connectionName: 'herald-hub-reader',
+      commandTimeout: READ_TIMEOUT,
+    });
+    this.publisher = createRedis({ topology, connectionName: 'herald-hub-publisher', failFast: true });
+    this.subscriber = createRedis({ topology, connectionName: 'herald-hub-subscriber', forSubscriber: true });
     instrumentRedis(this.command, options.metrics.redisCommandDuration);
     instrumentRedis(this.reader, options.metrics.redisCommandDuration);
     instrumentRedis(this.publisher, options.metrics.redisCommandDuration);
@@ -145,7 +165,7 @@ export class RedisTransport implements Transport {
         warn: (details, message) => this.log('warn', message, details),
         info: (details, message) => this.log('info', message, details),
       },
-      redisTarget(options.url),
+      describeTopology(topology),
     );
     this.outages.watch(this.command, 'herald-hub-command');
     this.outages.watch(this.reader, 'herald-hub-reader');

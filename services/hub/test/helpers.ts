@@ -1,7 +1,7 @@
 import { createHmac } from 'node:crypto';
 import { request as httpRequest, type IncomingHttpHeaders, type IncomingMessage } from 'node:http';
 import { createMetrics } from '@herald/metrics';
-import { stopTestRedis, testRedisUrl, uniquePrefix } from '@herald/testkit';
+import { REDIS_TOPOLOGY_VARIABLES, stopTestRedis, testRedisEnvironment, uniquePrefix } from '@herald/testkit';
 import { parseHubConfig } from '../src/config.js';
 import { type HubServer, startHub } from '../src/hub.js';
 
@@ -58,8 +58,13 @@ export async function startTestHub(
   backend: Backend,
   environment: Record<string, string> = {},
 ): Promise<TestHub> {
+  // HERALD_TEST_TOPOLOGY picks standalone, Sentinel or Cluster; a test that names its own Redis
+  // (a proxy's URL) keeps it.
+  const ownRedis = REDIS_TOPOLOGY_VARIABLES.some((name) => name in environment);
   const redis =
-    backend === 'redis' ? { REDIS_URL: await testRedisUrl(), MERCURE_REDIS_PREFIX: uniquePrefix('hub') } : {};
+    backend === 'redis'
+      ? { ...(ownRedis ? {} : await testRedisEnvironment()), MERCURE_REDIS_PREFIX: uniquePrefix('hub') }
+      : {};
   const config = parseHubConfig({
     PORT: '0',
     HOST: '127.0.0.1',

@@ -6,13 +6,17 @@ import {
   type SentinelAddress,
 } from 'ioredis';
 import { applyDeadlines } from './deadline.js';
-import { checkRedisUrl, describeTopology, type RedisTopology } from './topology.js';
+import {
+  type ClusterTopology,
+  checkRedisUrl,
+  describeTopology,
+  type RedisTopology,
+  type SentinelTopology,
+  type StandaloneTopology,
+} from './topology.js';
 
 /** A connection of any topology: `Redis` for standalone and Sentinel, `Cluster` for Cluster. */
 export type RedisClient = Redis | Cluster;
-
-type StandaloneOrSentinel = Extract<RedisTopology, { kind: 'standalone' | 'sentinel' }>;
-type ClusterTopology = Extract<RedisTopology, { kind: 'cluster' }>;
 
 export interface RedisOptions<T extends RedisTopology = RedisTopology> {
   readonly topology: T;
@@ -39,7 +43,7 @@ export interface RedisOptions<T extends RedisTopology = RedisTopology> {
 export function parseRedisOptions(
   url: string,
   rest: Omit<RedisOptions, 'topology'> = {},
-): RedisOptions<{ readonly kind: 'standalone'; readonly url: string }> {
+): RedisOptions<StandaloneTopology> {
   return { topology: { kind: 'standalone', url: checkRedisUrl('REDIS_URL', url) }, ...rest };
 }
 
@@ -51,7 +55,7 @@ const reconnectDelay = (attempt: number): number => Math.min(50 * 2 ** Math.min(
  * a Redis restart or failover (hub.md, cluster design), and its readiness probe reports the
  * outage.
  */
-export function createRedis(options: RedisOptions<StandaloneOrSentinel>): Redis;
+export function createRedis(options: RedisOptions<StandaloneTopology | SentinelTopology>): Redis;
 export function createRedis(options: RedisOptions<ClusterTopology>): Cluster;
 export function createRedis(options: RedisOptions): RedisClient;
 export function createRedis(options: RedisOptions): RedisClient {

@@ -24,6 +24,7 @@ export {
 } from './scripts.js';
 export { onShardedMessage, publishSharded, subscribeSharded, unsubscribeSharded } from './sharded.js';
 export {
+  type ClusterTopology,
   checkRedisUrl,
   describeTopology,
   parseAddressList,
@@ -34,5 +35,7 @@ export {
   redisSettings,
   redisTopologyFrom,
   redisTopologyFromEnv,
+  type SentinelTopology,
+  type StandaloneTopology,
 } from './topology.js';
 export { DeadlineExceededError, replyWithin } from './within.js';

@@ -19,22 +19,28 @@ export interface RedisCredentials {
  * - `cluster`: Redis Cluster, found from seed nodes; keys spread over shards by hash slot.
  * `tls` covers every connection of the topology (sentinels and data nodes alike).
  */
-export type RedisTopology =
-  | { readonly kind: 'standalone'; readonly url: string }
-  | (RedisCredentials & {
-      readonly kind: 'sentinel';
-      readonly sentinels: readonly RedisAddress[];
-      readonly masterName: string;
-      /** ACL user and password of the sentinels themselves (`requirepass` in sentinel.conf). */
-      readonly sentinelUsername?: string;
-      readonly sentinelPassword?: string;
-      readonly tls: boolean;
-    })
-  | (RedisCredentials & {
-      readonly kind: 'cluster';
-      readonly nodes: readonly RedisAddress[];
-      readonly tls: boolean;
-    });
+export type RedisTopology = StandaloneTopology | SentinelTopology | ClusterTopology;
+
+export interface StandaloneTopology {
+  readonly kind: 'standalone';
+  readonly url: string;
+}
+
+export interface SentinelTopology extends RedisCredentials {
+  readonly kind: 'sentinel';
+  readonly sentinels: readonly RedisAddress[];
+  readonly masterName: string;
+  /** ACL user and password of the sentinels themselves (`requirepass` in sentinel.conf). */
+  readonly sentinelUsername?: string;
+  readonly sentinelPassword?: string;
+  readonly tls: boolean;
+}
+
+export interface ClusterTopology extends RedisCredentials {
+  readonly kind: 'cluster';
+  readonly nodes: readonly RedisAddress[];
+  readonly tls: boolean;
+}
 
 /**
  * The Redis variables both services read (docs/contracts.md, "Redis topology"). All optional:

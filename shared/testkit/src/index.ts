@@ -11,5 +11,12 @@ export {
 export { RedisSentinelSet, type RedisSentinelSetOptions } from './redis-sentinel.js';
 export { RedisServer, type RedisServerOptions, redisServerMissingMessage } from './redis-server.js';
 export { type RedisRequest, ReplyLossProxy, type RequestPredicate, scriptCall } from './reply-loss-proxy.js';
-export { stopTestRedis, testRedisUrl } from './test-redis.js';
+export {
+  REDIS_TOPOLOGY_VARIABLES,
+  stopTestRedis,
+  type TestTopology,
+  testRedisEnvironment,
+  testRedisUrl,
+  testTopology,
+} from './test-redis.js';
 export { waitFor } from './wait.js';
