@@ -6,10 +6,11 @@
  * namespace share a slot and a transaction may span them.
  */
 import assert from 'node:assert/strict';
-import { describe, test } from 'node:test';
+import { after, before, describe, test } from 'node:test';
 import { createRedis, parseRedisOptions } from '@herald/redis';
 import { testRedisUrl, uniquePrefix, waitFor } from '@herald/testkit';
-import { type BrokerClient, brokerSuite, queueName } from './helpers.js';
+import type { Broker } from '../src/index.js';
+import { type BrokerClient, brokerSuite, client, queueName, startTestBroker } from './helpers.js';
 
 async function popOne(api: BrokerClient, queue: string, query = '') {
   const reply = await api.pop(queue, query);
@@ -103,13 +104,31 @@ describe('one slot per call (BROKER_REDIS_ONE_SLOT)', () => {
 
 describe('notifications per queue (BROKER_REDIS_ONE_SLOT)', () => {
   const prefix = uniquePrefix('slots-notify');
-  const parked = brokerSuite('redis', { BROKER_REDIS_ONE_SLOT: 'true', BROKER_KEY_PREFIX: prefix });
-  const pusher = brokerSuite('redis', { BROKER_REDIS_ONE_SLOT: 'true', BROKER_KEY_PREFIX: prefix });
+  const nodes: Broker[] = [];
+  let url: string;
+  before(async () => {
+    // Standalone whatever HERALD_TEST_TOPOLOGY says: the test counts subscribers on that server.
+    url = await testRedisUrl();
+    for (let index = 0; index < 2; index++) {
+      nodes.push(
+        await startTestBroker('redis', {
+          REDIS_URL: url,
+          BROKER_REDIS_ONE_SLOT: 'true',
+          BROKER_KEY_PREFIX: prefix,
+        }),
+      );
+    }
+  });
+  after(async () => {
+    for (const node of nodes) await node.close();
+  });
 
   test("a pop parked on one node is woken by a push through another, over the queue's own channel", async () => {
+    const parked = { api: client((nodes[0] as Broker).url) };
+    const pusher = { api: client((nodes[1] as Broker).url) };
     const queue = queueName('notify');
     const channel = `${prefix}{${encodeURIComponent(queue)}}:notify`;
-    const redis = createRedis(parseRedisOptions(await testRedisUrl(), { connectionName: 'slots-test' }));
+    const redis = createRedis(parseRedisOptions(url, { connectionName: 'slots-test' }));
     try {
       // Long enough that a lost notification shows as a 204 at the end of the wait.
       const pop = parked.api.pop(queue, 'wait=true&timeout=30000');
