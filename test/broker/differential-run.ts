@@ -91,7 +91,7 @@ export async function runPair(
   await context.clock.set(CLOCK_START);
   const memory = new MemoryStorage();
   const redis = new RedisStorage({
-    url: context.redisUrl,
+    topology: { kind: 'standalone', url: context.redisUrl },
     prefix: uniquePrefix('diff'),
     scripts: context.scripts,
     log: { warn: () => undefined, info: () => undefined },

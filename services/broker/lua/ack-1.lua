@@ -1,8 +1,7 @@
 --[[
   Applies acknowledgements for one queue, in order.
-  KEYS[1]  <base>cfg
-  ARGV[1]  base: <prefix>{<queue>}:
-  ARGV[2..] acks, 6 entries each: partition (URI-encoded), group (URI-encoded), transactionId,
+  KEYS[1]  base: <prefix>{<queue>}: (every key the script touches is this text plus a suffix)
+  ARGV[1..] acks, 6 entries each: partition (URI-encoded), group (URI-encoded), transactionId,
            status (completed|success|failed|retry|dlq), leaseId ('' = no lease check), error
   Returns per ack { success (1/0), error or '', leaseReleased (1/0), dlq (1/0), repeat (1/0) }.
   Resend-safe (shared/redis/README.md): an ack already applied is answered again as a success
@@ -11,9 +10,9 @@
 ]]
 --@include broker
 
-local base = ARGV[1]
+local base = KEYS[1]
 local acks = {}
-for i = 2, #ARGV, 6 do
+for i = 1, #ARGV, 6 do
   acks[#acks + 1] = { p = ARGV[i], g = ARGV[i + 1], txn = ARGV[i + 2], status = ARGV[i + 3],
     lease = ARGV[i + 4], err = ARGV[i + 5] }
 end

@@ -1,15 +1,14 @@
 --[[
   Removes a consumer group's state from one queue.
-  KEYS[1]  <base>cfg
-  ARGV[1]  base: <prefix>{<queue>}:
-  ARGV[2]  group (URI-encoded)
+  KEYS[1]  base: <prefix>{<queue>}: (every key the script touches is this text plus a suffix)
+  ARGV[1]  group (URI-encoded)
   Returns 1 if the group existed in this queue, else 0.
   Resend-safe for its effects (the group is gone either way); a second run answers 0, so the
   caller also checks existence before the call (redis/groups.ts deleteGroup).
 ]]
 --@include broker
 
-local base, g = ARGV[1], ARGV[2]
+local base, g = KEYS[1], ARGV[1]
 local existed = redis.call('HDEL', base .. 'groups', g)
 redis.call('SREM', base .. 'unreg', g)
 for _, p in ipairs(redis.call('HKEYS', base .. 'parts')) do

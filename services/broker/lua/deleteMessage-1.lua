@@ -1,16 +1,15 @@
 --[[
   Deletes one message (by partition and transactionId) from a queue.
-  KEYS[1]  <base>cfg
-  ARGV[1]  base: <prefix>{<queue>}:
-  ARGV[2]  partition (URI-encoded)
-  ARGV[3]  transactionId
+  KEYS[1]  base: <prefix>{<queue>}: (every key the script touches is this text plus a suffix)
+  ARGV[1]  partition (URI-encoded)
+  ARGV[2]  transactionId
   Returns 1 when deleted, 0 when not found.
   Resend-safe for its effects (the message is gone either way); a second run answers 0, so the
   caller also checks existence before the call (redis/messages.ts deleteMessage).
 ]]
 --@include broker
 
-local base, p, txn = ARGV[1], ARGV[2], ARGV[3]
+local base, p, txn = KEYS[1], ARGV[1], ARGV[2]
 local d = redis.call('HGET', base .. 'd:' .. p, txn)
 if not d then return 0 end
 local id = string.match(d, '^(%S+)')

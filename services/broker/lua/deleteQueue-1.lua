@@ -1,14 +1,13 @@
 --[[
   Deletes a queue: its messages, partitions, groups, leases, dead letters and counters.
-  KEYS[1]  <base>cfg
-  ARGV[1]  base: <prefix>{<queue>}:
+  KEYS[1]  base: <prefix>{<queue>}: (every key the script touches is this text plus a suffix)
   Returns the partition ids that existed (so the caller can drop them from the global index).
   Resend-safe for its effects; a second run returns no partition ids, so the caller also reads
   them before the call (redis/queues.ts deleteQueue) to drop the first run's from the index.
 ]]
 --@include broker
 
-local base = ARGV[1]
+local base = KEYS[1]
 -- Registered groups and those acks gave state without registering them.
 local groups = redis.call('HKEYS', base .. 'groups')
 for _, g in ipairs(redis.call('SMEMBERS', base .. 'unreg')) do

@@ -1,17 +1,16 @@
 --[[
   Extends every (partition, group) lease held under one leaseId; never shortens.
-  KEYS[1]  <base>cfg
-  ARGV[1]  base: <prefix>{<queue>}:
-  ARGV[2]  leaseId
-  ARGV[3]  seconds
+  KEYS[1]  base: <prefix>{<queue>}: (every key the script touches is this text plus a suffix)
+  ARGV[1]  leaseId
+  ARGV[2]  seconds
   Returns { 1, expiresAt } or { 0, error }.
   Resend-safe: naturally; a lease is never shortened, so a second run moves the expiry to the
   same target again (a few ms later at most) and answers success.
 ]]
 --@include broker
 
-local base, lease = ARGV[1], ARGV[2]
-local seconds = tonumber(ARGV[3])
+local base, lease = KEYS[1], ARGV[1]
+local seconds = tonumber(ARGV[2])
 local now = now_ms()
 local lkey = base .. 'lease:' .. lease
 local members = redis.call('SMEMBERS', lkey)

@@ -1,12 +1,11 @@
 --[[
   Per-partition state of one queue, for the detailed views (queue detail, a consumer group's
   partitions, lagging partitions; docs/broker.md "Queen compatibility"). Reads only.
-  KEYS[1]  <base>cfg
-  ARGV[1]  base: <prefix>{<queue>}:
-  ARGV[2]  partitions read at most (in the order of the parts hash)
-  ARGV[3]  entries counted at most per partition and group (the lag is a lower bound beyond)
-  ARGV[4]  dead letters read at most, newest first (counted per partition)
-  ARGV[5]  entries counted at most in all (then one per partition and group: its oldest), so
+  KEYS[1]  base: <prefix>{<queue>}: (every key the script touches is this text plus a suffix)
+  ARGV[1]  partitions read at most (in the order of the parts hash)
+  ARGV[2]  entries counted at most per partition and group (the lag is a lower bound beyond)
+  ARGV[3]  dead letters read at most, newest first (counted per partition)
+  ARGV[4]  entries counted at most in all (then one per partition and group: its oldest), so
            one call stays short whatever the backlog
   Returns { { partition (URI-encoded), partitionId, retained, oldestMs, newestMs (0: none),
               deadLetters, { { group (URI-encoded), lag, oldestPendingMs (0: none),
@@ -16,9 +15,9 @@
 ]]
 --@include broker
 
-local base = ARGV[1]
-local limit, cap, dead_read = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
-local budget = tonumber(ARGV[5])
+local base = KEYS[1]
+local limit, cap, dead_read = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+local budget = tonumber(ARGV[4])
 local now = now_ms()
 local groups = redis.call('HKEYS', base .. 'groups')
 local dead = {}

@@ -1,13 +1,12 @@
 --[[
   Leases up to `batch` messages of one queue for one consumer group.
-  KEYS[1]  <base>cfg (routes the script to the queue's slot)
-  ARGV[1]  base: <prefix>{<queue>}:
-  ARGV[2]  group (URI-encoded)
-  ARGV[3]  partition (URI-encoded), '' for any partition
-  ARGV[4]  batch: global cap on delivered messages
-  ARGV[5]  maxPartitions: partitions one call may lease (wildcard pop)
-  ARGV[6]  leaseId for this pop
-  ARGV[7]  subscription start for a new group: '0-0' (all) or a position ('<ms-1>-<max>')
+  KEYS[1]  base: <prefix>{<queue>}: (every key the script touches is this text plus a suffix)
+  ARGV[1]  group (URI-encoded)
+  ARGV[2]  partition (URI-encoded), '' for any partition
+  ARGV[3]  batch: global cap on delivered messages
+  ARGV[4]  maxPartitions: partitions one call may lease (wildcard pop)
+  ARGV[5]  leaseId for this pop
+  ARGV[6]  subscription start for a new group: '0-0' (all) or a position ('<ms-1>-<max>')
   Returns { nextReadyAt, { partition, partitionId, leaseId, expiresAt, { {streamId, messageId,
   transactionId, traceId, data, producerSub, retryCount}... } }... }. nextReadyAt (ms, 0 if none)
   tells a parked long-poll when a delayed, retried or leased partition becomes poppable.
@@ -17,10 +16,10 @@
 ]]
 --@include broker
 
-local base, g, only = ARGV[1], ARGV[2], ARGV[3]
-local batch = tonumber(ARGV[4])
-local max_partitions = tonumber(ARGV[5])
-local lease_id = ARGV[6]
+local base, g, only = KEYS[1], ARGV[1], ARGV[2]
+local batch = tonumber(ARGV[3])
+local max_partitions = tonumber(ARGV[4])
+local lease_id = ARGV[5]
 local now = now_ms()
 local cfg = queue_config(base)
 local ready = base .. 'ready:' .. g
@@ -73,7 +72,7 @@ if #held > 0 then
   return { next_ready(), out }
 end
 
-if create_group(base, g, ARGV[7]) then
+if create_group(base, g, ARGV[6]) then
   -- A new group: every existing partition may hold work for it (once per group, not per pop),
   -- and messages it has not consumed may be due for maxWaitTimeSeconds: retention looks again.
   local parts = redis.call('HKEYS', base .. 'parts')

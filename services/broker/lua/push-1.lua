@@ -1,10 +1,9 @@
 --[[
   Appends messages to the partitions of one queue, with dedup by (partition, transactionId).
-  KEYS[1]  <base>cfg
-  ARGV[1]  base: <prefix>{<queue>}:
-  ARGV[2]  namespace (stored when the queue is created)
-  ARGV[3]  task
-  ARGV[4..] items, 7 entries each: partition (URI-encoded), partitionId, transactionId,
+  KEYS[1]  base: <prefix>{<queue>}: (every key the script touches is this text plus a suffix)
+  ARGV[1]  namespace (stored when the queue is created)
+  ARGV[2]  task
+  ARGV[3..] items, 7 entries each: partition (URI-encoded), partitionId, transactionId,
            messageId, traceId, data (JSON text), producerSub
   Returns { 'OK', {status, messageId}... } (status 1 queued, 0 duplicate) or
   { 'FULL', size, maxSize } when maxSize would be exceeded, or { 'CLEAR' } when the queue has
@@ -15,14 +14,14 @@
 ]]
 --@include broker
 
-local base = ARGV[1]
+local base = KEYS[1]
 local now = now_ms()
 local cfg = queue_config(base)
 local items = {}
-for i = 4, #ARGV, 7 do
+for i = 3, #ARGV, 7 do
   items[#items + 1] = { ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4], ARGV[i + 5], ARGV[i + 6] }
 end
 if clear_on_sealed_queue(base, items) then return { 'CLEAR' } end
-local results, size = push_items(base, items, cfg, now, ARGV[2], ARGV[3])
+local results, size = push_items(base, items, cfg, now, ARGV[1], ARGV[2])
 if not results then return { 'FULL', size, cfg.maxSize } end
 return { 'OK', results }

@@ -1,20 +1,19 @@
 --[[
   Gives back a lease without counting an attempt (the pop's client went away before the
   response was written, so nothing was delivered).
-  KEYS[1]  <base>cfg
-  ARGV[1]  base: <prefix>{<queue>}:
-  ARGV[2]  leaseId
-  ARGV[3..] pairs: partition (URI-encoded), group (URI-encoded)
+  KEYS[1]  base: <prefix>{<queue>}: (every key the script touches is this text plus a suffix)
+  ARGV[1]  leaseId
+  ARGV[2..] pairs: partition (URI-encoded), group (URI-encoded)
   Returns the number of leases released.
   Resend-safe: a second run finds the leases no longer held by leaseId and changes nothing
   (it returns 0; the caller ignores the count).
 ]]
 --@include broker
 
-local base, lease = ARGV[1], ARGV[2]
+local base, lease = KEYS[1], ARGV[1]
 local now = now_ms()
 local released = 0
-for i = 3, #ARGV, 2 do
+for i = 2, #ARGV, 2 do
   local p, g = ARGV[i], ARGV[i + 1]
   if redis.call('HGET', ckey(base, p, g), 'lease') == lease then
     release_lease(base, p, g, lease)

@@ -1,9 +1,8 @@
 --[[
   Moves dead letters back into their partition as new messages (same transactionId, payload,
   trace and producer; a new message id). Every group of the queue sees the requeued message.
-  KEYS[1]  <base>cfg
-  ARGV[1]  base: <prefix>{<queue>}:
-  ARGV[2..] pairs: dead-letter stream id, new messageId
+  KEYS[1]  base: <prefix>{<queue>}: (every key the script touches is this text plus a suffix)
+  ARGV[1..] pairs: dead-letter stream id, new messageId
   Returns the number requeued.
   Resend-safe: per request id. The first new messageId (fresh per call) names the call: the
   count is kept under <base>rq:<messageId> for ANSWER_MEMORY_MS, and a second run answers it
@@ -11,17 +10,17 @@
 ]]
 --@include broker
 
-local base = ARGV[1]
-if #ARGV < 3 then return 0 end
-local memo = base .. 'rq:' .. ARGV[3]
-local answered = redis.call('GET', memo)
+local base = KEYS[1]
+if #ARGV < 2 then return 0 end
+local requeue_memo = base .. 'rq:' .. ARGV[2]
+local answered = redis.call('GET', requeue_memo)
 if answered then return tonumber(answered) end
 local now = now_ms()
 local groups = redis.call('HKEYS', base .. 'groups')
 -- A requeued message is new: retention by age looks at it as at a pushed one (push.lua).
 local horizon = age_horizon(queue_config(base))
 local count = 0
-for i = 2, #ARGV, 2 do
+for i = 1, #ARGV, 2 do
   local e = redis.call('XRANGE', base .. 'dlq', ARGV[i], ARGV[i])
   if #e > 0 then
     local m = e[1]
@@ -46,5 +45,5 @@ for i = 2, #ARGV, 2 do
     count = count + 1
   end
 end
-redis.call('SET', memo, count, 'PX', ANSWER_MEMORY_MS)
+redis.call('SET', requeue_memo, count, 'PX', ANSWER_MEMORY_MS)
 return count

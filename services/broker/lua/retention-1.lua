@@ -12,19 +12,18 @@
   still ack it; the partition is looked at again a second later. A deleted prefix of the
   stream goes with XTRIM MINID (frees whole stream nodes), evicted messages behind kept
   completed ones with XDEL. Groups behind a deleted range move past it.
-  KEYS[1]  <base>cfg
-  ARGV[1]  base: <prefix>{<queue>}:
-  ARGV[2]  limit: partitions handled per call
-  ARGV[3]  maximum entries deleted per partition per call
-  ARGV[4]  maximum entries deleted per call (partitions after it stay due)
+  KEYS[1]  base: <prefix>{<queue>}: (every key the script touches is this text plus a suffix)
+  ARGV[1]  limit: partitions handled per call
+  ARGV[2]  maximum entries deleted per partition per call
+  ARGV[3]  maximum entries deleted per call (partitions after it stay due)
   Returns { deleted, more }: more is 1 when partitions are still due now (call again).
   Resend-safe: naturally; cuts are by time and position, so a second run deletes only what
   became due in between, and counters (size, pending:<g>) move only for entries it deletes.
 ]]
 --@include broker
 
-local base = ARGV[1]
-local limit, per_partition, per_call = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+local base = KEYS[1]
+local limit, per_partition, per_call = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
 local now = now_ms()
 local cfg = queue_config(base)
 local stats = base .. 'stats'

@@ -2,11 +2,10 @@
   Moves a consumer group's position in one queue (all partitions, or one) to the end or to a
   timestamp; clears its leases, resolved sets and retry counts there (replay or skip), and has
   retention look at the moved partitions.
-  KEYS[1]  <base>cfg
-  ARGV[1]  base: <prefix>{<queue>}:
-  ARGV[2]  group (URI-encoded)
-  ARGV[3]  partition (URI-encoded), '' for every partition
-  ARGV[4]  target: 'end' or a position ('<ms-1>-<max>' = from that time on)
+  KEYS[1]  base: <prefix>{<queue>}: (every key the script touches is this text plus a suffix)
+  ARGV[1]  group (URI-encoded)
+  ARGV[2]  partition (URI-encoded), '' for every partition
+  ARGV[3]  target: 'end' or a position ('<ms-1>-<max>' = from that time on)
   Returns the number of partitions moved.
   Resend-safe: naturally; a second run sets the same positions again (for 'end': the end, which
   includes only messages pushed in between) and clears the same state; the group's pending
@@ -15,7 +14,7 @@
 ]]
 --@include broker
 
-local base, g, only, target = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+local base, g, only, target = KEYS[1], ARGV[1], ARGV[2], ARGV[3]
 local now = now_ms()
 if create_group(base, g, '0-0') then
   -- A new group, as at its first pop: every existing partition may hold work for it (a seek of

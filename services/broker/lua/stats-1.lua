@@ -2,10 +2,9 @@
   Snapshot of one queue for metrics and status routes, without walking every partition:
   each group's backlog (pending:<g>, what maxSize compares with), oldest pending age sampled
   from the first `sample` ready partitions of each group.
-  KEYS[1]  <base>cfg
-  ARGV[1]  base: <prefix>{<queue>}:
-  ARGV[2]  sample
-  ARGV[3]  leases read at most (their batch sizes and answered messages are counted)
+  KEYS[1]  base: <prefix>{<queue>}: (every key the script touches is this text plus a suffix)
+  ARGV[1]  sample
+  ARGV[2]  leases read at most (their batch sizes and answered messages are counted)
   Returns { pushed, size, dlq, expiries, partitions, oldestPendingMs (0 if none), leased,
             { { group, resolved, pending, partitionsWithLag (its ready set),
                 oldestPendingMs (0 if none), start position }... }, now, leasedBatch (messages
@@ -15,8 +14,8 @@
 ]]
 --@include broker
 
-local base = ARGV[1]
-local sample = tonumber(ARGV[2])
+local base = KEYS[1]
+local sample = tonumber(ARGV[1])
 local now = now_ms()
 local groups = redis.call('HKEYS', base .. 'groups')
 ensure_backlog(base, groups)
@@ -40,7 +39,7 @@ for _, g in ipairs(groups) do
     redis.call('ZCARD', ready), fmt(group_oldest), group_start(base, g) }
 end
 local batch, answered = 0, 0
-for _, member in ipairs(redis.call('ZRANGEBYSCORE', base .. 'leases', now + 1, '+inf', 'LIMIT', 0, tonumber(ARGV[3]))) do
+for _, member in ipairs(redis.call('ZRANGEBYSCORE', base .. 'leases', now + 1, '+inf', 'LIMIT', 0, tonumber(ARGV[2]))) do
   local p, g = string.match(member, '^(.-)\n(.*)$')
   local n = tonumber(redis.call('HGET', ckey(base, p, g), 'n') or '0')
   batch = batch + n

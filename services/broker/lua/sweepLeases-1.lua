@@ -1,19 +1,18 @@
 --[[
   Expires the leases of one queue whose time has passed (each unanswered message counts one
   failed attempt; past retryLimit it is dead-lettered).
-  KEYS[1]  <base>cfg
-  ARGV[1]  base: <prefix>{<queue>}:
-  ARGV[2]  limit: leases handled per call
+  KEYS[1]  base: <prefix>{<queue>}: (every key the script touches is this text plus a suffix)
+  ARGV[1]  limit: leases handled per call
   Returns { expired, { group... } } (groups with a partition made poppable again).
   Resend-safe: naturally; a lease expired by the first run is no longer held, so a second run
   counts no attempt for it.
 ]]
 --@include broker
 
-local base = ARGV[1]
+local base = KEYS[1]
 local now = now_ms()
 local cfg = queue_config(base)
-local due = redis.call('ZRANGEBYSCORE', base .. 'leases', '-inf', now, 'LIMIT', 0, tonumber(ARGV[2]))
+local due = redis.call('ZRANGEBYSCORE', base .. 'leases', '-inf', now, 'LIMIT', 0, tonumber(ARGV[1]))
 local expired = 0
 local groups = {}
 for _, m in ipairs(due) do

@@ -14,6 +14,17 @@ export const brokerSpec = {
   ...redisSettings,
   /** Prefix of every Redis key the broker writes (hash tags are added per queue). */
   BROKER_KEY_PREFIX: string({ default: 'herald:broker:' }),
+  /**
+   * What shares one Redis Cluster slot (docs/broker.md "Redis topologies"): each queue, or the
+   * queues of one namespace (then a transaction may span them on Cluster). Changes the key names:
+   * fixed for a deployment's life.
+   */
+  BROKER_REDIS_SLOT_GROUP: enumOf(['queue', 'namespace'] as const, { default: 'queue' }),
+  /**
+   * Enforce Redis Cluster's one-slot rule on any topology (scripts, MULTIs, transactions): how the
+   * rule is tested on standalone Redis; always in force on Cluster.
+   */
+  BROKER_REDIS_ONE_SLOT: boolean({ default: false }),
   DEFAULT_BATCH_SIZE: integer({ default: 1, min: 1, max: 10_000 }),
   /** Long-poll timeout (ms) when a pop asks `wait=true` without `timeout`. */
   DEFAULT_TIMEOUT: duration({ default: 30_000 }),

@@ -48,6 +48,8 @@ export interface StartOptions {
 
 /** Starts one broker node: storage, maintenance, HTTP listener. */
 export async function startBroker(config: BrokerConfig, options: StartOptions = {}): Promise<Broker> {
+  // Throws a ConfigError naming the variable when the Redis variables do not make one topology.
+  const redisTopology = redisTopologyFrom(config);
   const metrics = createMetrics({ defaultLabels: { service: 'broker' } });
   let storage: BrokerStorage | undefined;
   const brokerMetrics = createBrokerMetrics(metrics, () => storage, config.BROKER_METRICS_MAX_QUEUES);
@@ -72,18 +74,19 @@ export async function startBroker(config: BrokerConfig, options: StartOptions = 
     },
   });
   const { app, lifecycle } = kit;
-  const redis = redisTopologyFrom(config);
-  if (redis) {
+  if (redisTopology) {
     storage = new RedisStorage({
-      topology: redis,
+      topology: redisTopology,
       prefix: config.BROKER_KEY_PREFIX,
+      slotGroup: config.BROKER_REDIS_SLOT_GROUP,
+      oneSlot: config.BROKER_REDIS_ONE_SLOT,
       commandDuration: metrics.redisCommandDuration,
       log: app.log,
     });
   } else {
     storage = new MemoryStorage();
     app.log.warn(
-      'no Redis is configured (REDIS_URL, REDIS_SENTINELS or REDIS_CLUSTER_NODES): using the in-process backend (one node; messages do not survive a restart)',
+      'No Redis is configured (REDIS_URL, REDIS_SENTINELS, REDIS_CLUSTER_NODES): using the in-process backend (one node; messages do not survive a restart)',
     );
   }
   const activeStorage = storage;
@@ -109,11 +112,11 @@ export async function startBroker(config: BrokerConfig, options: StartOptions = 
   };
   // Not awaited: with Redis away at boot the node listens at once and reports not ready
   // (issue #9, defect 7); maintenance schedules its jobs when Redis is reachable.
-  const maintenance: Maintenance = redis
+  const maintenance: Maintenance = redisTopology
     ? startRedisMaintenance({
         storage: activeStorage,
         metrics: brokerMetrics,
-        topology: redis,
+        topology: redisTopology,
         keyPrefix: config.BROKER_KEY_PREFIX,
         intervals,
         log: app.log,

@@ -29,11 +29,13 @@ export class LongPoll {
   /** Counts notifications (all queues): a waiter records the one it tried. */
   private epoch = 0;
   private readonly unsubscribe: () => void;
+  /** Per queue with parked pops: ends the storage's delivery of its notifications here. */
+  private readonly unwatch = new Map<string, () => void>();
   private parked = 0;
   private closed = false;
 
   constructor(
-    storage: BrokerStorage,
+    private readonly storage: BrokerStorage,
     private readonly onParkedChange: (parked: number) => void = () => undefined,
   ) {
     this.unsubscribe = storage.onAvailable((queue, capacity) => this.wake(queue, capacity));
@@ -101,6 +103,9 @@ export class LongPoll {
       if (!groups) {
         groups = new Map();
         this.waiters.set(queue, groups);
+        // On Redis Cluster a queue's notifications reach only the nodes watching it.
+        const unwatch = queue === '' ? undefined : this.storage.watchQueue?.(queue);
+        if (unwatch) this.unwatch.set(queue, unwatch);
       }
       let set = groups.get(group);
       if (!set) {
@@ -137,7 +142,10 @@ export class LongPoll {
     set.delete(waiter);
     if (set.size > 0) return;
     groups.delete(group);
-    if (groups.size === 0) this.waiters.delete(queue);
+    if (groups.size > 0) return;
+    this.waiters.delete(queue);
+    this.unwatch.get(queue)?.();
+    this.unwatch.delete(queue);
   }
 
   close(): void {

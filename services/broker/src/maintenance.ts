@@ -3,7 +3,7 @@ import {
   createRedis,
   isConnectionError,
   loggableError,
-  type Redis,
+  type RedisClient,
   type RedisTopology,
   replyWithin,
   settleWithin,
@@ -11,7 +11,6 @@ import {
 import { type Job, Queue, Worker } from 'bullmq';
 import type { FastifyBaseLogger } from 'fastify';
 import type { BrokerMetrics } from './metrics.js';
-import { brokerRedisTopology } from './redis-topology.js';
 import type { BrokerStorage } from './storage.js';
 
 export interface MaintenanceIntervals {
@@ -77,26 +76,21 @@ const BULL_AFTER_OUTAGE = /Missing key for job|Missing lock for job|could not re
 export function startRedisMaintenance(options: {
   storage: BrokerStorage;
   metrics: BrokerMetrics;
-  /** Where Redis lives: `topology` (`redisTopologyFrom`) or `redisUrl` (standalone), one of them. */
-  topology?: RedisTopology;
-  redisUrl?: string;
+  /** BullMQ connects with the node's topology: a Cluster client on Cluster (its prefix is hash-tagged). */
+  topology: RedisTopology;
   keyPrefix: string;
   intervals: MaintenanceIntervals;
   log: FastifyBaseLogger;
 }): Maintenance {
   const { storage, metrics, intervals, log } = options;
-  const topology = brokerRedisTopology({
-    ...(options.topology ? { topology: options.topology } : {}),
-    ...(options.redisUrl !== undefined ? { url: options.redisUrl } : {}),
-  });
   const prefix = `{${options.keyPrefix}bull}`;
   const heartbeatKey = `${prefix}:herald-maintenance-heartbeat`;
-  const connections: Redis[] = [];
+  const connections: RedisClient[] = [];
   // BullMQ reports every reconnect attempt of each of its connections (a stack trace each,
   // ~100 per outage); the storage logs an outage once, when lost and when back (OutageLog), so
   // connection errors are not logged here.
   const connect = (name: string) => {
-    const redis = createRedis({ topology, connectionName: name });
+    const redis = createRedis({ topology: options.topology, connectionName: name });
     redis.on('error', () => undefined);
     connections.push(redis);
     return redis;

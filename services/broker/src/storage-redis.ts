@@ -15,20 +15,25 @@ import {
   instrumentRedis,
   OutageLog,
   type OutageLogger,
+  onShardedMessage,
   probeRedis,
-  type Redis,
+  type RedisClient,
+  type RedisTopology,
   runScript,
   type ScriptSet,
   scriptNamed,
+  subscribeSharded,
 } from '@herald/redis';
+import { notOnCluster } from './errors.js';
+import { namespaceAndTask } from './identifiers.js';
 import { ack } from './redis/ack.js';
-import { encode, type RedisBackend } from './redis/context.js';
+import { encode, type RedisBackend, slotTag } from './redis/context.js';
 import { listDeadLetters, requeueDeadLetters } from './redis/dead-letters.js';
 import { RedisFlags } from './redis/flags.js';
 import { deleteGroup, groupsOf, seek } from './redis/groups.js';
 import { extendLease, sweepLeases } from './redis/leases.js';
 import { deleteMessage, getMessage, listMessages, listQueueMessages } from './redis/messages.js';
-import { Notifier, parseNotification } from './redis/notifications.js';
+import { Notifier, parseNotification, QueueSubscriptions } from './redis/notifications.js';
 import { pop, release } from './redis/pop.js';
 import { push } from './redis/push.js';
 import { configure, deleteQueue, getQueue, listQueues } from './redis/queues.js';
@@ -37,7 +42,6 @@ import { applyRetention, RETENTION_RUN_BUDGET_MS } from './redis/retention.js';
 import { cachedStats, partitionStates, refreshStats } from './redis/stats.js';
 import { RedisTraces } from './redis/traces.js';
 import { transaction } from './redis/transaction.js';
-import { brokerRedisTopology, type RedisLocation } from './redis-topology.js';
 import { loadBrokerScripts } from './scripts.js';
 import type {
   AckInput,
@@ -66,8 +70,9 @@ import type {
 } from './storage.js';
 import { RedisStreams } from './streams/redis.js';
 
-/** Where Redis lives: `topology` (`redisTopologyFrom`) or `url` (standalone), one of them. */
-export interface RedisStorageOptions extends RedisLocation {
+export interface RedisStorageOptions {
+  /** Standalone, Sentinel or Cluster (`@herald/redis`); on Cluster `oneSlot` is always on. */
+  readonly topology: RedisTopology;
   /** Prefix of every key (`herald:broker:`); each queue's keys add a hash tag after it. */
   readonly prefix: string;
   readonly commandDuration?: Histogram<'command'>;
@@ -75,7 +80,24 @@ export interface RedisStorageOptions extends RedisLocation {
   readonly log: OutageLogger;
   /** The Lua scripts (default: lua/). The differential test passes a set whose clock it controls. */
   readonly scripts?: ScriptSet;
+  /**
+   * What shares a Redis Cluster slot (docs/broker.md "Redis topologies"): `queue` (default:
+   * `<prefix>{<queue>}:`, queues spread over every shard) or `namespace`
+   * (`<prefix>{<namespace>}:<queue>:`: the queues of one namespace share a slot, so a
+   * transaction may span them on Cluster). Fixed for a deployment's life: the keys differ.
+   */
+  readonly slotGroup?: SlotGroup;
+  /**
+   * Keep every script call and MULTI in one slot, refusing a transaction across slots: on for
+   * Redis Cluster; tests turn it on for standalone so the rule is checked there too.
+   */
+  readonly oneSlot?: boolean;
 }
+
+export type SlotGroup = 'queue' | 'namespace';
+
+/** Scripts taking one key per queue they touch: their file name gives the least number. */
+const KEYS_PER_QUEUE = new Set(['transaction']);
 
 /**
  * A request's Redis command is refused after this long without a reply (at once while the
@@ -85,12 +107,15 @@ export const COMMAND_TIMEOUT_MS = 1000;
 
 export class RedisStorage implements BrokerStorage {
   readonly kind = 'redis';
-  private readonly redis: Redis;
-  private readonly subscriber: Redis;
+  private readonly redis: RedisClient;
+  private readonly subscriber: RedisClient;
+  private readonly oneSlot: boolean;
   private readonly scripts: ScriptSet;
   private readonly prefix: string;
   private readonly listeners = new Set<AvailabilityListener>();
   private readonly notifier: Notifier;
+  /** Per-queue notification channels this node listens to (Cluster only). */
+  private readonly queueSubscriptions: QueueSubscriptions | undefined;
   private readonly registry: RedisRegistry;
   private readonly systemFlags: RedisFlags;
   private readonly traces: RedisTraces;
@@ -100,7 +125,8 @@ export class RedisStorage implements BrokerStorage {
 
   constructor(private readonly options: RedisStorageOptions) {
     this.prefix = options.prefix;
-    const topology = brokerRedisTopology(options);
+    const { topology } = options;
+    this.oneSlot = topology.kind === 'cluster' || (options.oneSlot ?? false);
     this.redis = createRedis({
       topology,
       connectionName: 'herald-broker',
@@ -115,7 +141,16 @@ export class RedisStorage implements BrokerStorage {
     this.scripts = options.scripts ?? loadBrokerScripts();
     this.traces = new RedisTraces(this.redis, (...parts) => this.key(...parts));
     this.registry = new RedisRegistry(this.redis, (...parts) => this.key(...parts));
-    this.notifier = new Notifier(this.redis, this.key('notify'));
+    // docs/broker.md "Redis topologies": one channel per queue in its slot on Cluster, one for all otherwise.
+    const channelOf = this.oneSlot
+      ? (queue: string) => `${this.base(queue)}notify`
+      : () => this.key('notify');
+    this.notifier = new Notifier(this.redis, channelOf);
+    this.queueSubscriptions = this.oneSlot
+      ? new QueueSubscriptions(this.subscriber, channelOf, (queue) => {
+          for (const listener of this.listeners) listener(queue, Number.POSITIVE_INFINITY);
+        })
+      : undefined;
     this.systemFlags = new RedisFlags(this.redis, this.key('flags'), this.key('control'));
     this.backend = {
       redis: this.redis,
@@ -123,6 +158,7 @@ export class RedisStorage implements BrokerStorage {
       key: (...parts) => this.key(...parts),
       base: (queue) => this.base(queue),
       run: (name, keys, args) => this.run(name, keys, args),
+      oneSlot: this.oneSlot,
       notify: (queues) => this.notifier.notify(queues),
     };
     // Control messages sent while this node was away are lost: read the flags afresh.
@@ -132,13 +168,16 @@ export class RedisStorage implements BrokerStorage {
     this.streams = new RedisStreams({
       redis: this.redis,
       streamsBase: this.key('streams:'),
-      run: (name, args) => this.run(name, [], args),
+      // The streams scripts span the query's, the source's and the sinks' slots (0 KEYS):
+      // standalone and Sentinel only, refused before any write on Cluster.
+      run: (name, args) =>
+        this.oneSlot ? Promise.reject(notOnCluster('Streams')) : this.run(name, [], args),
       base: (queue) => this.base(queue),
       resolvePartition: (partitionId) => this.registry.resolve(partitionId),
       register: (queue, partitions) => this.registry.register(queue, partitions),
       notify: (queues) => this.notifier.notify(queues),
     });
-    this.subscriber.on('message', (channel: string, message: string) => {
+    onShardedMessage(this.subscriber, (channel: string, message: string) => {
       if (channel === this.key('control')) {
         if (!this.registry.onControl(message)) this.systemFlags.forget();
         return;
@@ -147,25 +186,44 @@ export class RedisStorage implements BrokerStorage {
       for (const listener of this.listeners) listener(queue, capacity);
     });
     // Re-subscribed by ioredis after a reconnect (autoResubscribe).
-    void this.subscriber.subscribe(this.key('notify'), this.key('control')).catch(() => undefined);
+    const channels = this.oneSlot ? [this.key('control')] : [this.key('notify'), this.key('control')];
+    void subscribeSharded(this.subscriber, ...channels).catch(() => undefined);
   }
 
-  /** The URL given at construction, if it was given one rather than a topology. */
-  get url(): string | undefined {
-    return this.options.url;
+  /** The topology given at construction (for BullMQ connections of the maintenance module). */
+  get topology(): RedisTopology {
+    return this.options.topology;
   }
 
   private key(...parts: string[]): string {
     return this.prefix + parts.join(':');
   }
 
-  /** `<prefix>{<queue>}:`: every key of one queue shares this hash tag. */
+  /** `<prefix>{<queue>}:` (or `<prefix>{<namespace>}:<queue>:`): every key of one queue shares its hash tag. */
   private base(queue: string): string {
+    if (this.options.slotGroup === 'namespace') {
+      return `${this.prefix}{${encode(namespaceAndTask(queue).namespace)}}:${encode(queue)}:`;
+    }
     return `${this.prefix}{${encode(queue)}}:`;
   }
 
   private run<T>(name: string, keys: string[], args: (string | number)[]): Promise<T> {
-    return runScript<T>(this.redis, scriptNamed(this.scripts, name), keys, args);
+    const script = scriptNamed(this.scripts, name);
+    if (this.oneSlot) {
+      const tags = new Set(keys.map(slotTag));
+      // A call site bug: Redis Cluster would refuse it (CROSSSLOT) or run it on the wrong shard.
+      if (tags.size > 1)
+        throw new Error(`script ${name}: keys in more than one slot (${[...tags].join(', ')})`);
+    }
+    const declared =
+      KEYS_PER_QUEUE.has(name) && keys.length > script.numberOfKeys
+        ? { ...script, numberOfKeys: keys.length }
+        : script;
+    return runScript<T>(this.redis, declared, keys, args);
+  }
+
+  watchQueue(queue: string): () => void {
+    return this.queueSubscriptions?.watch(queue) ?? (() => undefined);
   }
 
   onAvailable(listener: AvailabilityListener): () => void {
@@ -181,6 +239,7 @@ export class RedisStorage implements BrokerStorage {
   async close(): Promise<void> {
     // Bounded even with Redis down (close.ts): QUIT only on a live connection.
     this.registry.stop();
+    this.queueSubscriptions?.close();
     await Promise.all([closeRedis(this.redis), closeRedis(this.subscriber)]);
   }
 

@@ -367,6 +367,14 @@ export interface BrokerStorage {
    * no more parked pops than that.
    */
   onAvailable(listener: AvailabilityListener): () => void;
+  /**
+   * A pop is parked on `queue` on this node: deliver the queue's notifications here until the
+   * returned function is called (docs/broker.md "Redis topologies": on Redis Cluster each queue
+   * has its own sharded channel). Once watching starts, listeners get one (queue, Infinity)
+   * call, so a notification published before the subscription took effect is not missed.
+   * Backends that deliver every queue's notifications to every node do not implement it.
+   */
+  watchQueue?(queue: string): () => void;
   /** Resolves when the backend reaches its store; for /readyz. */
   ready(): Promise<string | undefined>;
   close(): Promise<void>;

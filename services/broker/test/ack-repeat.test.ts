@@ -144,8 +144,8 @@ for (const backend of BACKENDS) {
     });
 
     test('a transaction sent twice: its ack is a repeat, the retry commits', async () => {
-      const source = queueName('repeat-src');
-      const target = queueName('repeat-dst');
+      const source = queueName('repeat');
+      const target = queueName('repeat');
       const message = await popOne(source, 3);
       const body = {
         operations: [

@@ -1,6 +1,7 @@
 /*
  * The contract suite: every data-plane route and semantic rule of broker.md, over HTTP,
- * against both backends (in-process and Redis).
+ * against both backends (in-process and Redis; HERALD_TEST_TOPOLOGY puts Redis on a Sentinel set or
+ * a Redis Cluster, see helpers.ts).
  * Over 500 lines on purpose: one suite per backend, one test per rule of broker.md in the spec's
  * order, so a rule and its check are found together; the shared setup is in helpers.ts.
  */
@@ -433,8 +434,9 @@ for (const backend of BACKENDS) {
     });
 
     test('transactions apply all or nothing', async () => {
-      const source = queueName('src');
-      const target = queueName('dst');
+      // One namespace: on Redis Cluster the suite groups slots by namespace, so both queues share one.
+      const source = queueName('txn');
+      const target = queueName('txn');
       await suite.api.push([{ queue: source, payload: 'in', transactionId: 's1' }]);
       const popped = (await suite.api.pop(source)).body.messages[0];
       const refused = await suite.api.call('POST', '/api/v1/transaction', {

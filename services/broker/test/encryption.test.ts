@@ -9,7 +9,7 @@ import { stopTestRedis, testRedisUrl, uniquePrefix } from '@herald/testkit';
 import { Redis } from 'ioredis';
 import { PayloadCipher } from '../src/encryption.js';
 import type { Broker } from '../src/index.js';
-import { BACKENDS, brokerSuite, client, queueName, startTestBroker } from './helpers.js';
+import { BACKENDS, brokerSuite, client, queueName, startTestBroker, streamsTest } from './helpers.js';
 
 after(() => stopTestRedis());
 
@@ -49,7 +49,7 @@ for (const backend of BACKENDS) {
     before(async () => {
       broker = await startTestBroker(backend, {
         QUEEN_ENCRYPTION_KEY: KEY,
-        ...(backend === 'redis' ? { BROKER_KEY_PREFIX: prefix } : {}),
+        ...(backend !== 'memory' ? { BROKER_KEY_PREFIX: prefix } : {}),
       });
       api = client(broker.url);
     });
@@ -59,7 +59,7 @@ for (const backend of BACKENDS) {
     const stored = async (partitionId: string, transactionId: string) =>
       (await broker.storage.getMessage(partitionId, transactionId))?.data;
 
-    test('a streams cycle seals its sink pushes to an encrypted queue', async () => {
+    streamsTest(backend)('a streams cycle seals its sink pushes to an encrypted queue', async () => {
       const sink = queueName('enc-sink');
       await api.configure(sink, { encryptionEnabled: true });
       const registered = await api.call('POST', '/streams/v1/queries', {
@@ -81,33 +81,36 @@ for (const backend of BACKENDS) {
       assert.ok(Object.hasOwn(raw as object, '$herald.enc'), JSON.stringify(raw));
     });
 
-    test('a streams cycle right after the option was turned on elsewhere stores its sink push sealed', async () => {
-      const sink = queueName('enc-stale-sink');
-      const first = await api.push([{ queue: sink, payload: 'clear', transactionId: 'c' }]);
-      const partitionId = first.body[0].partition_id;
-      // Turned on as another node would: this node cached the option as off a moment ago.
-      await broker.storage.configure(sink, { encryptionEnabled: true }, { namespace: '', task: '' });
-      const registered = await api.call('POST', '/streams/v1/queries', {
-        name: queueName('enc-stale-query'),
-        source_queue: queueName('enc-stale-source'),
-        sink_queue: sink,
-        config_hash: 'h',
-      });
-      const cycled = await api.call('POST', '/streams/v1/cycle', {
-        query_id: registered.body.query_id,
-        partition_id: 'p',
-        state_ops: [{ type: 'upsert', key: 'k', value: { n: 1 } }],
-        push_items: [{ queue: sink, payload: { card: SECRET }, transactionId: 'sunk' }],
-      });
-      assert.equal(cycled.body.success, true, JSON.stringify(cycled.body));
-      assert.equal(cycled.body.state_ops_applied, 1);
-      assert.doesNotMatch(JSON.stringify(await stored(partitionId, 'sunk')), new RegExp(SECRET));
-      const popped = await api.pop(sink, 'batch=2');
-      assert.deepEqual(
-        popped.body.messages.map((m: { data: unknown }) => m.data),
-        ['clear', { card: SECRET }],
-      );
-    });
+    streamsTest(backend)(
+      'a streams cycle right after the option was turned on elsewhere stores its sink push sealed',
+      async () => {
+        const sink = queueName('enc-stale-sink');
+        const first = await api.push([{ queue: sink, payload: 'clear', transactionId: 'c' }]);
+        const partitionId = first.body[0].partition_id;
+        // Turned on as another node would: this node cached the option as off a moment ago.
+        await broker.storage.configure(sink, { encryptionEnabled: true }, { namespace: '', task: '' });
+        const registered = await api.call('POST', '/streams/v1/queries', {
+          name: queueName('enc-stale-query'),
+          source_queue: queueName('enc-stale-source'),
+          sink_queue: sink,
+          config_hash: 'h',
+        });
+        const cycled = await api.call('POST', '/streams/v1/cycle', {
+          query_id: registered.body.query_id,
+          partition_id: 'p',
+          state_ops: [{ type: 'upsert', key: 'k', value: { n: 1 } }],
+          push_items: [{ queue: sink, payload: { card: SECRET }, transactionId: 'sunk' }],
+        });
+        assert.equal(cycled.body.success, true, JSON.stringify(cycled.body));
+        assert.equal(cycled.body.state_ops_applied, 1);
+        assert.doesNotMatch(JSON.stringify(await stored(partitionId, 'sunk')), new RegExp(SECRET));
+        const popped = await api.pop(sink, 'batch=2');
+        assert.deepEqual(
+          popped.body.messages.map((m: { data: unknown }) => m.data),
+          ['clear', { card: SECRET }],
+        );
+      },
+    );
 
     test('configure with encryptionEnabled answers without a warning; push/pop/ack round trip in clear', async () => {
       const queue = queueName('enc');
@@ -412,8 +415,14 @@ describe('payload encryption across two nodes (Redis)', () => {
 describe('stored bytes in Redis', () => {
   test('an encrypted queue leaves no clear payload in any key; a clear queue does (the check can fail)', async () => {
     const prefix = uniquePrefix('encryption-bytes');
-    const broker = await startTestBroker('redis', { QUEEN_ENCRYPTION_KEY: KEY, BROKER_KEY_PREFIX: prefix });
-    const redis = new Redis(await testRedisUrl());
+    // Standalone whatever HERALD_TEST_TOPOLOGY says: the test reads every key of that one server.
+    const url = await testRedisUrl();
+    const broker = await startTestBroker('redis', {
+      REDIS_URL: url,
+      QUEEN_ENCRYPTION_KEY: KEY,
+      BROKER_KEY_PREFIX: prefix,
+    });
+    const redis = new Redis(url);
     try {
       const api = client(broker.url);
       const sealed = queueName('sealed');

@@ -1,11 +1,21 @@
-import { after, before } from 'node:test';
+import { after, before, test } from 'node:test';
 import { parseEnv } from '@herald/config';
-import { REDIS_TOPOLOGY_VARIABLES, testRedisEnvironment, uniquePrefix } from '@herald/testkit';
+import { REDIS_TOPOLOGY_VARIABLES, testRedisEnvironment, testTopology, uniquePrefix } from '@herald/testkit';
 import { brokerSpec } from '../src/config.js';
 import { type Broker, startBroker } from '../src/index.js';
 
 export type Backend = 'memory' | 'redis';
 export const BACKENDS: Backend[] = ['memory', 'redis'];
+
+/**
+ * `test` where the backend offers the streams API: not on Redis Cluster (HERALD_TEST_TOPOLOGY=
+ * cluster), where its scripts would span slots and the routes answer 501 (slots.test.ts checks).
+ */
+export function streamsTest(backend: Backend): (name: string, body: () => Promise<void>) => void {
+  return (name, body) => {
+    if (backend === 'memory' || testTopology() !== 'cluster') test(name, body);
+  };
+}
 
 export async function startTestBroker(backend: Backend, extra: Record<string, string> = {}): Promise<Broker> {
   const environment: Record<string, string> = {
@@ -22,6 +32,8 @@ export async function startTestBroker(backend: Backend, extra: Record<string, st
     // Redis (a proxy's URL) keeps it.
     if (!REDIS_TOPOLOGY_VARIABLES.some((name) => name in extra)) {
       Object.assign(environment, await testRedisEnvironment());
+      // The suites' transactions span queues of one namespace: on Cluster they share a slot so.
+      if (environment.REDIS_CLUSTER_NODES) environment.BROKER_REDIS_SLOT_GROUP = 'namespace';
     }
     environment.BROKER_KEY_PREFIX = uniquePrefix('broker');
   }

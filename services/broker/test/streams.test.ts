@@ -5,13 +5,16 @@
  */
 import assert from 'node:assert/strict';
 import { after, describe, test } from 'node:test';
-import { stopTestRedis, waitFor } from '@herald/testkit';
+import { stopTestRedis, testTopology, waitFor } from '@herald/testkit';
 import { STREAMS_LIMITS } from '../src/streams/limits.js';
 import { BACKENDS, brokerSuite, client, queueName, startTestBroker } from './helpers.js';
 
 after(() => stopTestRedis());
 
-for (const backend of BACKENDS) {
+/** Streams are not offered on Redis Cluster (501: slots.test.ts checks the refusal). */
+const STREAMS_BACKENDS = BACKENDS.filter((backend) => backend === 'memory' || testTopology() !== 'cluster');
+
+for (const backend of STREAMS_BACKENDS) {
   describe(`streams API (${backend})`, () => {
     const suite = brokerSuite(backend);
 
@@ -449,7 +452,7 @@ for (const backend of BACKENDS) {
   });
 }
 
-for (const backend of BACKENDS) {
+for (const backend of STREAMS_BACKENDS) {
   test(`streams state gauges are capped at BROKER_METRICS_MAX_QUEUES queries, the rest under __other__ (${backend})`, async () => {
     const broker = await startTestBroker(backend, { BROKER_METRICS_MAX_QUEUES: '2' });
     try {

@@ -5,9 +5,20 @@
   (release, reschedule, failed attempts, expiry: an expiry that dead-letters schedules a trim),
   push.lua (push_items), ack.lua (ack_many, the one ack implementation, and check_ack).
 
-  Key layout under one queue's base `<prefix>{<queue>}:` (every key of a queue shares one
-  hash tag, so every script touches one Redis Cluster slot). Partition and group names arrive
-  URI-encoded (no ':' inside), so the keys below are unambiguous:
+  Key discipline (issue #12; docs/broker.md "Redis topologies"): a script's KEYS[1] is the
+  queue's base `<prefix>{<queue>}:` (or `<prefix>{<namespace>}:<queue>:` with
+  BROKER_REDIS_SLOT_GROUP=namespace), and every key it touches is a declared KEYS[i] with a
+  suffix appended: never a key built from ARGV or a literal. Declaring every key literally is
+  impossible: partition and group names are discovered inside the scripts (wildcard pop, ack
+  batches, retention read `parts`, `groups`, `ready:<g>`), so a key per (partition, group) cannot
+  be listed before the call. A suffix keeps the declared key's hash tag, so every such key is in
+  the slot the call was routed to. The functions below take that base as their `base` parameter;
+  services/broker/test/lua-keys.test.ts follows every key back to KEYS (a name reused for a
+  non-key value fails it: `chunked_key`, `requeue_memo` are named for that).
+
+  Key layout under one queue's base (every key of a queue shares one hash tag, so every script
+  touches one Redis Cluster slot). Partition and group names arrive URI-encoded (no ':' inside),
+  so the keys below are unambiguous:
     cfg                 hash   queue options, namespace, task, createdAt
     parts / pids        hash   partition -> partitionId / partitionId -> partition
     groups              hash   group -> start position for partitions it has never read

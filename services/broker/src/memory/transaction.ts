@@ -1,5 +1,5 @@
 /*
- * Transactions on the in-process backend: the rules of lua/transaction-0.lua, pushes and acks
+ * Transactions on the in-process backend: the rules of lua/transaction-1.lua, pushes and acks
  * all-or-nothing (every operation checked before any is applied).
  */
 import { encryptionChanged } from '../errors.js';

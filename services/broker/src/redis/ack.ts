@@ -50,11 +50,11 @@ export async function ack(backend: RedisBackend, acks: AckInput[]): Promise<AckR
     [...byQueue].map(async ([queue, list]) => {
       list.sort((a, b) => a.index - b.index);
       const base = backend.base(queue);
-      const args: string[] = [base];
+      const args: string[] = [];
       for (const { ack, partition } of list) {
         args.push(...ackArguments(ack, partition));
       }
-      const rows = await backend.run<[number, string, number, number, number][]>('ack', [`${base}cfg`], args);
+      const rows = await backend.run<[number, string, number, number, number][]>('ack', [base], args);
       // A partition id the registry knows but no message was ever stored under (a refused push
       // registers first) names no queue in the answer, as in process (differential test).
       const unknown = new Set<string>();

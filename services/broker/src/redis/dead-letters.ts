@@ -63,9 +63,9 @@ export async function requeueDeadLetters(
   let count = 0;
   // In chunks: each script run blocks Redis, so none moves more than REQUEUE_CHUNK letters.
   for (let start = 0; start < dlqIds.length; start += REQUEUE_CHUNK) {
-    const args: string[] = [base];
+    const args: string[] = [];
     for (const id of dlqIds.slice(start, start + REQUEUE_CHUNK)) args.push(id, newId());
-    count += await backend.run<number>('requeueDlq', [`${base}cfg`], args);
+    count += await backend.run<number>('requeueDlq', [base], args);
   }
   if (count > 0) backend.notify([queue]);
   return count;

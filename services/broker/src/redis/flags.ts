@@ -1,4 +1,4 @@
-import type { Redis } from '@herald/redis';
+import { publishSharded, type RedisClient } from '@herald/redis';
 import type { SystemFlags } from '../storage.js';
 
 /**
@@ -9,7 +9,7 @@ export class RedisFlags {
   private cache: SystemFlags | undefined;
 
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly key: string,
     private readonly controlChannel: string,
   ) {}
@@ -35,7 +35,7 @@ export class RedisFlags {
     for (const [name, value] of Object.entries(flags)) fields.push(name, String(value));
     if (fields.length > 0) await this.redis.hset(this.key, ...fields);
     this.cache = undefined;
-    await this.redis.publish(this.controlChannel, 'flags');
+    await publishSharded(this.redis, this.controlChannel, 'flags');
     return this.get();
   }
 }

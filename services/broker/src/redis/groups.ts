@@ -22,8 +22,8 @@ export async function seek(
   const position = 'toEnd' in target ? 'end' : positionBefore(target.timestamp);
   const moved = await backend.run<number>(
     'seek',
-    [`${base}cfg`],
-    [base, encode(group), partition === undefined ? '' : encode(partition), position],
+    [base],
+    [encode(group), partition === undefined ? '' : encode(partition), position],
   );
   backend.notify([queue]);
   return moved;
@@ -33,7 +33,5 @@ export async function deleteGroup(backend: RedisBackend, queue: string, group: s
   const base = backend.base(queue);
   // Read first as well: a resent script (its first reply lost) finds no group and answers 0.
   const existed = await backend.redis.hexists(`${base}groups`, encode(group));
-  return (
-    (await backend.run<number>('deleteGroup', [`${base}cfg`], [base, encode(group)])) === 1 || existed === 1
-  );
+  return (await backend.run<number>('deleteGroup', [base], [encode(group)])) === 1 || existed === 1;
 }

@@ -13,11 +13,7 @@ export async function extendLease(
   const queue = await backend.redis.get(backend.key('lease', leaseId));
   if (!queue) return { leaseId, success: false, error: 'Lease not found', expiresAt: null };
   const base = backend.base(queue);
-  const [ok, value] = await backend.run<[number, string]>(
-    'extendLease',
-    [`${base}cfg`],
-    [base, leaseId, seconds],
-  );
+  const [ok, value] = await backend.run<[number, string]>('extendLease', [base], [leaseId, seconds]);
   if (ok !== 1) return { leaseId, success: false, error: value, expiresAt: null };
   const expiresAt = Number(value);
   await backend.redis.pexpireat(backend.key('lease', leaseId), expiresAt + 60_000);
@@ -29,7 +25,7 @@ export async function sweepLeases(backend: RedisBackend): Promise<LeaseSweep> {
   const expired: { queue: string; count: number }[] = [];
   for (const queue of await backend.registry.queueNames()) {
     const base = backend.base(queue);
-    const [count] = await backend.run<[number, string[]]>('sweepLeases', [`${base}cfg`], [base, 1000]);
+    const [count] = await backend.run<[number, string[]]>('sweepLeases', [base], [1000]);
     if (count > 0) expired.push({ queue, count });
   }
   backend.notify(expired.map(({ queue }) => queue));

@@ -188,10 +188,6 @@ export async function deleteMessage(
   const base = backend.base(queue);
   // Read first as well: a resent script (its first reply lost) finds nothing and answers 0.
   const existed = await backend.redis.hexists(`${base}d:${encode(partition)}`, transactionId);
-  const deleted = await backend.run<number>(
-    'deleteMessage',
-    [`${base}cfg`],
-    [base, encode(partition), transactionId],
-  );
+  const deleted = await backend.run<number>('deleteMessage', [base], [encode(partition), transactionId]);
   return deleted === 1 || existed === 1;
 }

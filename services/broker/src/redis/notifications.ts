@@ -1,8 +1,12 @@
-import type { Redis } from '@herald/redis';
+import { publishSharded, type RedisClient, subscribeSharded, unsubscribeSharded } from '@herald/redis';
 
 /*
- * The `notify` channel: every node publishes "work may be available in <queue>" and every
- * node's parked pops listen (long-poll.ts through BrokerStorage.onAvailable).
+ * Notifications: every node publishes "work may be available in <queue>" and parked pops
+ * listen (long-poll.ts through BrokerStorage.onAvailable). On standalone Redis and Sentinel one
+ * `notify` channel carries every queue (classic pub/sub reaches every node anyway). On Redis
+ * Cluster each queue has its own sharded channel `<base>notify` in the queue's slot, so the
+ * traffic spreads over the shards like the queues, and a node subscribes only to the queues it
+ * has parked pops on (QueueSubscriptions; docs/broker.md "Redis topologies").
  */
 
 /**
@@ -34,8 +38,9 @@ export class Notifier {
   private scheduled = false;
 
   constructor(
-    private readonly redis: Redis,
-    private readonly channel: string,
+    private readonly redis: RedisClient,
+    /** The channel of a queue's notifications. */
+    private readonly channelOf: (queue: string) => string,
   ) {}
 
   notify(queues: Iterable<string | readonly [string, number]>): void {
@@ -48,9 +53,74 @@ export class Notifier {
     setImmediate(() => {
       this.scheduled = false;
       for (const [queue, capacity] of this.pending) {
-        void this.redis.publish(this.channel, formatNotification(queue, capacity)).catch(() => undefined);
+        void publishSharded(this.redis, this.channelOf(queue), formatNotification(queue, capacity)).catch(
+          () => undefined,
+        );
       }
       this.pending.clear();
     });
+  }
+}
+
+/**
+ * How long a queue's channel stays subscribed after its last parked pop left: a consumer that
+ * polls in a loop parks again at once, and a subscription per pop would cost two round trips.
+ */
+export const UNWATCH_AFTER_MS = 60_000;
+
+/**
+ * The per-queue sharded channels this node subscribes to (Redis Cluster): one subscription per
+ * queue with parked pops, kept UNWATCH_AFTER_MS after the last one leaves. When a subscription
+ * takes effect (or fails), `subscribed(queue)` runs: the storage then wakes the queue's parked
+ * pops once, so a push notified before the subscription existed is still found.
+ */
+export class QueueSubscriptions {
+  private readonly watched = new Map<string, { users: number; timer: NodeJS.Timeout | undefined }>();
+
+  constructor(
+    private readonly subscriber: RedisClient,
+    private readonly channelOf: (queue: string) => string,
+    private readonly subscribed: (queue: string) => void,
+  ) {}
+
+  watch(queue: string): () => void {
+    let entry = this.watched.get(queue);
+    if (!entry) {
+      const created = { users: 0, timer: undefined };
+      entry = created;
+      this.watched.set(queue, created);
+      void subscribeSharded(this.subscriber, this.channelOf(queue))
+        .catch(() => {
+          // Redis away: the next watch subscribes again; ioredis resubscribes what it holds.
+          if (this.watched.get(queue) === created && created.users === 0) this.watched.delete(queue);
+        })
+        .finally(() => this.subscribed(queue));
+    }
+    if (entry.timer) clearTimeout(entry.timer);
+    entry.timer = undefined;
+    entry.users++;
+    const held = entry;
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      held.users--;
+      if (held.users > 0) return;
+      held.timer = setTimeout(() => {
+        if (this.watched.get(queue) !== held || held.users > 0) return;
+        this.watched.delete(queue);
+        void unsubscribeSharded(this.subscriber, this.channelOf(queue)).catch(() => undefined);
+      }, UNWATCH_AFTER_MS).unref();
+    };
+  }
+
+  /** Queues subscribed now (tests, metrics). */
+  get size(): number {
+    return this.watched.size;
+  }
+
+  close(): void {
+    for (const entry of this.watched.values()) if (entry.timer) clearTimeout(entry.timer);
+    this.watched.clear();
   }
 }

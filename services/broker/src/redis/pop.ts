@@ -14,9 +14,8 @@ export async function pop(backend: RedisBackend, request: PopRequest): Promise<P
       : positionBefore(request.subscription.mode === 'new' ? Date.now() : request.subscription.at);
   const reply = await backend.run<[string, [string, string, string, string, Reply[][]][]]>(
     'pop',
-    [`${base}cfg`],
+    [base],
     [
-      base,
       encode(request.group),
       request.partition === undefined ? '' : encode(request.partition),
       request.batch,
@@ -78,7 +77,7 @@ export async function release(backend: RedisBackend, result: PopResult, group: s
   await Promise.all(
     [...byQueue].map(([queue, { leaseId, partitions }]) => {
       const base = backend.base(queue);
-      return backend.run('release', [`${base}cfg`], [base, leaseId, ...partitions]);
+      return backend.run('release', [base], [leaseId, ...partitions]);
     }),
   );
   backend.notify(freed);

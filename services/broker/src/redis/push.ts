@@ -38,11 +38,11 @@ export async function push(backend: RedisBackend, items: PushItem[]): Promise<Pu
       );
       const base = backend.base(queue);
       const { namespace, task } = namespaceAndTask(queue);
-      const args: (string | number)[] = [base, namespace, task];
+      const args: (string | number)[] = [namespace, task];
       for (const { item, partitionId } of list) {
         args.push(...pushItemArguments(item, partitionId));
       }
-      const reply = await backend.run<Reply[]>('push', [`${base}cfg`], args);
+      const reply = await backend.run<Reply[]>('push', [base], args);
       if (reply[0] === 'CLEAR') {
         failures[order] = encryptionChanged(queue);
         return;

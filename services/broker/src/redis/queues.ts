@@ -67,9 +67,7 @@ export async function deleteQueue(backend: RedisBackend, queue: string): Promise
   // Read first as well: a resent script (its first reply lost) returns no ids, and the first
   // run's would stay in the global index.
   const known = await backend.redis.hvals(`${base}parts`);
-  const ids = [
-    ...new Set([...known, ...(await backend.run<string[]>('deleteQueue', [`${base}cfg`], [base]))]),
-  ];
+  const ids = [...new Set([...known, ...(await backend.run<string[]>('deleteQueue', [base], []))])];
   await backend.registry.remove(queue, ids);
   await backend.redis.hdel(backend.key('stats'), queue);
   return exists === 1;

@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import { publishSharded, type RedisClient } from '@herald/redis';
 import { newId } from '../identifiers.js';
 
 /** How often a node checks that Redis still holds what it registered. */
@@ -27,7 +27,7 @@ export class RedisRegistry {
   private checking: Promise<void> | undefined;
 
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly key: (...parts: string[]) => string,
   ) {
     this.timer = setInterval(() => void this.check(), EPOCH_CHECK_MS).unref();
@@ -80,7 +80,7 @@ export class RedisRegistry {
     await this.redis.srem(this.key('queues'), queue);
     if (partitionIds.length > 0) await this.redis.hdel(this.key('pid'), ...partitionIds);
     this.forget(queue);
-    await this.redis.publish(this.key('control'), FORGET_PREFIX + queue).catch(() => undefined);
+    await publishSharded(this.redis, this.key('control'), FORGET_PREFIX + queue).catch(() => undefined);
   }
 
   /** Handles a control-channel message; true when it was the registry's. */
@@ -118,12 +118,12 @@ export class RedisRegistry {
 
   /** Writes again every registration this node remembers (Redis lost them). */
   private async rewrite(): Promise<void> {
-    const pipeline = this.redis.pipeline();
-    if (this.queues.size > 0) pipeline.sadd(this.key('queues'), ...this.queues);
+    // Two commands, not one pipeline: on Redis Cluster the two keys live in different slots.
+    const writes: Promise<unknown>[] = [];
+    if (this.queues.size > 0) writes.push(this.redis.sadd(this.key('queues'), ...this.queues));
     const fields: string[] = [];
     for (const [id, pair] of this.partitions) fields.push(id, JSON.stringify(pair));
-    if (fields.length > 0) pipeline.hset(this.key('pid'), ...fields);
-    const results = (await pipeline.exec()) ?? [];
-    for (const [error] of results) if (error) throw error;
+    if (fields.length > 0) writes.push(this.redis.hset(this.key('pid'), ...fields));
+    await Promise.all(writes);
   }
 }

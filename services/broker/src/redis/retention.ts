@@ -1,4 +1,4 @@
-import type { Redis } from '@herald/redis';
+import type { RedisClient } from '@herald/redis';
 import type { RedisBackend } from './context.js';
 
 /*
@@ -28,8 +28,8 @@ export async function applyRetention(backend: RedisBackend, budgetMs: number): P
   const { partitions, perPartition, perCall } = RETENTION_BATCH;
   return retentionRounds(await backend.registry.queueNames(), budgetMs, async (queue) => {
     const base = backend.base(queue);
-    const args = [base, partitions, perPartition, perCall];
-    const [deleted, more] = await backend.run<[number, number]>('retention', [`${base}cfg`], args);
+    const args = [partitions, perPartition, perCall];
+    const [deleted, more] = await backend.run<[number, number]>('retention', [base], args);
     return { deleted: Number(deleted), more: Number(more) === 1 };
   });
 }
@@ -64,7 +64,7 @@ async function retentionRounds(
  * apply to messages already stored (push and ack only schedule what they touch).
  * Resend-safe: ZADD of the same members.
  */
-export async function scheduleAllPartitions(redis: Redis, base: string): Promise<void> {
+export async function scheduleAllPartitions(redis: RedisClient, base: string): Promise<void> {
   const partitions = await redis.hkeys(`${base}parts`);
   const now = Date.now();
   for (let start = 0; start < partitions.length; start += 1000) {

@@ -7,7 +7,7 @@ import { type PartitionState, type QueueStats, snapshotRates } from '../storage.
 import { LIMITS } from '../validation.js';
 import { decode, type RedisBackend } from './context.js';
 
-/** Ready partitions sampled per group for the oldest pending age (lua/stats-1.lua ARGV[2]). */
+/** Ready partitions sampled per group for the oldest pending age (lua/stats-1.lua ARGV[1]). */
 const STATS_SAMPLE = 50;
 /** Active leases a stats run reads per queue to count `processing` (messages under lease). */
 const STATS_LEASES_READ = 10_000;
@@ -35,7 +35,7 @@ export async function refreshStats(backend: RedisBackend): Promise<QueueStats[]>
           number,
           number,
         ]
-      >('stats', [`${base}cfg`], [base, STATS_SAMPLE, STATS_LEASES_READ]),
+      >('stats', [base], [STATS_SAMPLE, STATS_LEASES_READ]),
       backend.redis.hmget(`${base}cfg`, 'namespace', 'task', 'createdAt'),
     ]);
     // Registered by a push or transaction that was refused before the queue was created:
@@ -95,9 +95,8 @@ export async function partitionStates(backend: RedisBackend, queue: string): Pro
     [string, string, number, string, string, number, [string, number, string, number, number][]][]
   >(
     'partitions',
-    [`${base}cfg`],
+    [base],
     [
-      base,
       LIMITS.maxDetailedPartitions,
       LIMITS.partitionLagCount,
       LIMITS.partitionDeadLettersRead,

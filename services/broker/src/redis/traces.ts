@@ -1,4 +1,4 @@
-import type { Redis } from '@herald/redis';
+import type { RedisClient } from '@herald/redis';
 import { newId } from '../identifiers.js';
 import type { TraceEntry, TraceInput } from '../storage.js';
 
@@ -10,34 +10,35 @@ const PER_NAME = 1000;
 const NAMES_KEPT = 10_000;
 
 /**
- * Message traces in Redis (plain commands, global keys). An entry is stored once, under its
+ * Message traces in Redis (plain commands; keys spread over slots by message, name and id). An entry is stored once, under its
  * id; the per-message and per-name lists hold only the id, so a trace with N names costs its
  * body once plus N small references (docs/broker.md "Limits").
  */
 export class RedisTraces {
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly key: (...parts: string[]) => string,
   ) {}
 
   async add(trace: TraceInput): Promise<TraceEntry> {
     const entry: TraceEntry = { ...trace, id: newId(), createdAt: new Date().toISOString() };
-    const messageKey = this.key('trace', trace.partitionId, trace.transactionId);
-    const namesKey = this.key('trace-names');
-    const pipeline = this.redis
-      .multi()
-      .set(this.key('trace-entry', entry.id), JSON.stringify(entry), 'EX', TRACE_TTL_SECONDS)
-      .rpush(messageKey, entry.id)
-      .ltrim(messageKey, -PER_MESSAGE, -1)
-      .expire(messageKey, TRACE_TTL_SECONDS);
-    for (const name of trace.traceNames) {
-      const nameKey = this.key('trace-name', name);
-      pipeline.rpush(nameKey, entry.id).ltrim(nameKey, -PER_NAME, -1).expire(nameKey, TRACE_TTL_SECONDS);
-      pipeline.zincrby(namesKey, 1, name);
+    // One MULTI per key, never one across keys: on Redis Cluster each key has its own slot
+    // (docs/broker.md "Redis topologies"). A reader skips an id whose entry is not (yet) there.
+    const appendTo = (key: string, kept: number) =>
+      this.redis.multi().rpush(key, entry.id).ltrim(key, -kept, -1).expire(key, TRACE_TTL_SECONDS).exec();
+    const writes: Promise<unknown>[] = [
+      this.redis.set(this.key('trace-entry', entry.id), JSON.stringify(entry), 'EX', TRACE_TTL_SECONDS),
+      appendTo(this.key('trace', trace.partitionId, trace.transactionId), PER_MESSAGE),
+    ];
+    for (const name of trace.traceNames) writes.push(appendTo(this.key('trace-name', name), PER_NAME));
+    if (trace.traceNames.length > 0) {
+      const namesKey = this.key('trace-names');
+      const names = this.redis.multi();
+      for (const name of trace.traceNames) names.zincrby(namesKey, 1, name);
+      // Distinct names are client-chosen: the index keeps the most used only.
+      writes.push(names.zremrangebyrank(namesKey, 0, -(NAMES_KEPT + 1)).exec());
     }
-    // Distinct names are client-chosen: the index keeps the most used only.
-    if (trace.traceNames.length > 0) pipeline.zremrangebyrank(namesKey, 0, -(NAMES_KEPT + 1));
-    await pipeline.exec();
+    await Promise.all(writes);
     return entry;
   }
 
@@ -61,7 +62,8 @@ export class RedisTraces {
   /** Entries of a list of ids (older releases stored the entry text itself in the list). */
   private async entries(list: string[]): Promise<TraceEntry[]> {
     const ids = list.filter((item) => !item.startsWith('{'));
-    const texts = ids.length === 0 ? [] : await this.redis.mget(ids.map((id) => this.key('trace-entry', id)));
+    // One GET per entry, not MGET: on Redis Cluster the entries live in different slots.
+    const texts = await Promise.all(ids.map((id) => this.redis.get(this.key('trace-entry', id))));
     const byId = new Map(ids.map((id, index) => [id, texts[index]]));
     const entries: TraceEntry[] = [];
     for (const item of list) {

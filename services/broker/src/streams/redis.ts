@@ -1,4 +1,4 @@
-import type { Redis } from '@herald/redis';
+import type { RedisClient } from '@herald/redis';
 import { encryptionChanged } from '../errors.js';
 import { namespaceAndTask, partitionIdOf } from '../identifiers.js';
 import { pushItemArguments } from '../redis/push.js';
@@ -16,7 +16,7 @@ import type {
 
 /** What the streams side needs from RedisStorage (its connection, scripts and indexes). */
 export interface RedisStreamsHost {
-  readonly redis: Redis;
+  readonly redis: RedisClient;
   /** `<prefix>streams:` */
   readonly streamsBase: string;
   run(name: string, args: (string | number)[]): Promise<unknown>;

@@ -1,12 +1,15 @@
 --[[
   Applies pushes and acks all-or-nothing: every operation is checked first, nothing is written
-  unless all pass. Takes no KEYS because a transaction may span queues: standalone Redis only
-  (a transaction touching two queues lives in two Cluster slots and is refused there; see
-  docs/broker.md).
-  ARGV[1..] operations, each starting with its type:
-    'push', base, namespace, task, partition, partitionId, transactionId, messageId, traceId,
-            data, producerSub                                   (11 entries)
-    'ack',  base, partition, group, transactionId, status, leaseId, error   (8 entries)
+  unless all pass. A transaction may span queues: each queue it touches is declared.
+  KEYS[1..n] the base <prefix>{<tag>}:... of each queue the transaction touches, once each (n >= 1:
+           the file name's 1 is the least; redis/transaction.ts passes them). On Redis Cluster
+           they must share one hash tag (one slot): redis/transaction.ts refuses a transaction
+           spanning slots before running this (docs/broker.md "Redis topologies").
+  ARGV[1..] operations, each starting with its type and the index of its queue's base in KEYS:
+    'push', key index, namespace, task, partition, partitionId, transactionId, messageId,
+            traceId, data, producerSub                          (11 entries)
+    'ack',  key index (0: a partition no queue has, checked as not found), partition, group,
+            transactionId, status, leaseId, error               (8 entries)
   Returns { 'OK', result... } with result { 'push', queued(1/0), messageId } or
   { 'ack', 1, dlq(1/0), repeat(1/0) }, { 'FAIL', index (0-based), error }, or { 'CLEAR', index }
   when a push to a queue with encryptionEnabled carries an unsealed payload (nothing written).
@@ -21,12 +24,13 @@ local ops = {}
 local i = 1
 while i <= #ARGV do
   if ARGV[i] == 'push' then
-    ops[#ops + 1] = { kind = 'push', base = ARGV[i + 1], namespace = ARGV[i + 2], task = ARGV[i + 3],
+    ops[#ops + 1] = { kind = 'push', base = KEYS[tonumber(ARGV[i + 1])], namespace = ARGV[i + 2], task = ARGV[i + 3],
       item = { ARGV[i + 4], ARGV[i + 5], ARGV[i + 6], ARGV[i + 7], ARGV[i + 8], ARGV[i + 9], ARGV[i + 10] } }
     i = i + 11
   elseif ARGV[i] == 'ack' then
-    ops[#ops + 1] = { kind = 'ack', base = ARGV[i + 1], p = ARGV[i + 2], g = ARGV[i + 3], txn = ARGV[i + 4],
-      status = ARGV[i + 5], lease = ARGV[i + 6], err = ARGV[i + 7] }
+    -- Key index 0: the ack's partition belongs to no queue (found nowhere: 'Message not found').
+    ops[#ops + 1] = { kind = 'ack', base = KEYS[tonumber(ARGV[i + 1])], unknown = ARGV[i + 1] == '0',
+      p = ARGV[i + 2], g = ARGV[i + 3], txn = ARGV[i + 4], status = ARGV[i + 5], lease = ARGV[i + 6], err = ARGV[i + 7] }
     i = i + 8
   else
     return { 'FAIL', #ops, 'Unknown operation type: ' .. tostring(ARGV[i]) }
@@ -40,10 +44,11 @@ local function config_of(base)
   return configs[base]
 end
 local acked = {}
-local fresh = {}
+local fresh, fresh_order = {}, {}
 local seen = {}
 for index, op in ipairs(ops) do
   if op.kind == 'ack' then
+    if op.unknown then return { 'FAIL', index - 1, 'Message not found' } end
     local id, err = check_ack(op.base, op.p, op.g, op.txn, op.lease, op.status, now)
     if not id then return { 'FAIL', index - 1, err } end
     local key = op.base .. op.p .. '\n' .. op.g .. '\n' .. id
@@ -54,14 +59,16 @@ for index, op in ipairs(ops) do
     local key = op.base .. op.item[1] .. '\n' .. op.item[3]
     if not seen[key] and not redis.call('HGET', op.base .. 'd:' .. op.item[1], op.item[3]) then
       seen[key] = true
+      if not fresh[op.base] then fresh_order[#fresh_order + 1] = op end
       fresh[op.base] = (fresh[op.base] or 0) + 1
     end
   end
 end
-for base, count in pairs(fresh) do
-  local cfg = config_of(base)
+-- By the first push of each queue (a loop variable is no key: test/lua-keys.ts).
+for _, first in ipairs(fresh_order) do
+  local cfg = config_of(first.base)
   if cfg.maxSize > 0 then
-    if queue_depth(base, redis.call('HKEYS', base .. 'groups')) + count > cfg.maxSize then
+    if queue_depth(first.base, redis.call('HKEYS', first.base .. 'groups')) + fresh[first.base] > cfg.maxSize then
       return { 'FAIL', -1, 'Queue is full (maxSize ' .. cfg.maxSize .. ')' }
     end
   end
