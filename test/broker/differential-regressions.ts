@@ -999,4 +999,36 @@ export const REGRESSIONS: Regression[] = [
       { op: 'retention' },
     ],
   },
+  {
+    name: 'deleting a group lets retention delete what only that group had not consumed',
+    found: 'seeds 645, 678, 693, 726, 879 of a sweep (seeds 641-940)',
+    operations: [
+      {
+        op: 'push',
+        items: [
+          { queue: 0, partition: 2, transaction: 2 },
+          { queue: 0, partition: 2, transaction: 5 },
+        ],
+      },
+      { op: 'pop', queue: 0, partition: null, group: 0, batch: 1, maxPartitions: 1, subscription: 'all' },
+      { op: 'pop', queue: 0, partition: 1, group: 1, batch: 2, maxPartitions: 1, subscription: 'all' },
+      { op: 'advance', ms: 1000 },
+      { op: 'ack', acks: [{ popped: 699, status: 'success', lease: 'none', group: 'own' }] },
+      {
+        op: 'configure',
+        queue: 0,
+        options: {
+          retryLimit: 0,
+          retentionEnabled: true,
+          encryptionEnabled: false,
+          leaseTime: 1,
+          completedRetentionSeconds: 1,
+        },
+        named: true,
+      },
+      { op: 'retention' },
+      { op: 'deleteGroup', queue: 0, group: 1 },
+      { op: 'retention' },
+    ],
+  },
 ];

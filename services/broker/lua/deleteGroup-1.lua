@@ -11,7 +11,13 @@
 local base, g = KEYS[1], ARGV[1]
 local existed = redis.call('HDEL', base .. 'groups', g)
 redis.call('SREM', base .. 'unreg', g)
+-- What only this group had not consumed may now be deletable: with any retention rule, every
+-- partition is looked at again now (a rare operation; retention reschedules each exactly).
+local cfg = queue_config(base)
+local retained = age_horizon(cfg) > 0 or completed_trim_at(cfg, 0) ~= nil
+local now = now_ms()
 for _, p in ipairs(redis.call('HKEYS', base .. 'parts')) do
+  if retained then schedule_trim(base, p, now) end
   local lease = redis.call('HGET', ckey(base, p, g), 'lease')
   if lease then release_lease(base, p, g, lease) end
   redis.call('DEL', ckey(base, p, g), base .. 'a:' .. p .. ':' .. g, base .. 'rc:' .. p .. ':' .. g,
