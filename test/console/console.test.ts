@@ -21,6 +21,8 @@ import {
 } from './support.js';
 
 const QUEUE = 'orders.email';
+/** Where to save the README's screenshots (docs/img), when set: `HERALD_CONSOLE_SCREENSHOTS=docs/img`. */
+const SCREENSHOTS = process.env.HERALD_CONSOLE_SCREENSHOTS;
 const OTHER = 'billing.invoice';
 const TOPIC = 'https://example.com/console/books/1';
 
@@ -31,6 +33,10 @@ describe('console (admin, headless Chromium)', () => {
   let page: Page;
   let api: Api;
   let pushedAt: string;
+
+  async function screenshot(name: string): Promise<void> {
+    if (SCREENSHOTS) await page.screenshot({ path: `${SCREENSHOTS}/console-${name}.png`, fullPage: true });
+  }
 
   /** Pops one message of QUEUE (queue mode) and dead-letters it with `error`. */
   async function deadLetter(error: string): Promise<void> {
@@ -127,6 +133,31 @@ describe('console (admin, headless Chromium)', () => {
     await api('POST', '/api/v1/push', { items: [{ queue: OTHER, transactionId: 'invoice-2', payload: {} }] });
     await waitForText(page.getByTestId('rates-now'), /[1-9][\d.]* push\/s/);
     assert.equal(await page.getByTestId('rates-chart').locator('canvas').count(), 1);
+    if (SCREENSHOTS) {
+      // A few samples of traffic (push, pop, ack), so the chart has a shape to show.
+      for (let round = 1; round <= 6; round++) {
+        const points = Number(await page.getByTestId('rates-now').getAttribute('data-points'));
+        const items = Array.from({ length: round * 3 }, (_, n) => ({
+          queue: OTHER,
+          transactionId: `s-${round}-${n}`,
+          payload: {},
+        }));
+        await api('POST', '/api/v1/push', { items });
+        const popped = await api('GET', `/api/v1/pop/queue/${OTHER}?batch=${round * 2}`);
+        await api('POST', '/api/v1/ack/batch', {
+          acknowledgments: popped.body.messages.map(
+            (m: { transactionId: string; partitionId: string; leaseId: string }) => ({
+              transactionId: m.transactionId,
+              partitionId: m.partitionId,
+              leaseId: m.leaseId,
+              status: 'completed',
+            }),
+          ),
+        });
+        await page.locator(`[data-testid=rates-now]:not([data-points="${points}"])`).waitFor();
+      }
+    }
+    await screenshot('overview');
   });
 
   test('Queues: the list with depth and partitions; a queue page with partitions, groups, messages', async () => {
@@ -143,6 +174,7 @@ describe('console (admin, headless Chromium)', () => {
     await waitForText(messages.locator('tr', { hasText: 'customer-1-1' }), 'dead_letter');
     await messages.getByRole('button', { name: 'customer-2-2' }).click();
     await waitForText(page.getByTestId('message-inspect'), '"partition": "customer-2"');
+    await screenshot('queue');
   });
 
   test('Queues: options edited through configure', async () => {
@@ -172,6 +204,7 @@ describe('console (admin, headless Chromium)', () => {
     await smtp.getByRole('button').click();
     await waitForText(page.getByTestId('dlq-inspect'), 'smtp timeout');
     await waitForText(page.getByTestId('dlq-inspect'), '"partition":');
+    await screenshot('dead-letters');
 
     await smtp.getByRole('checkbox').check();
     await page.getByTestId('requeue-selected').click();
@@ -286,6 +319,7 @@ describe('console (admin, headless Chromium)', () => {
     await waitForText(page.getByTestId('hub-subscriptions-table'), TOPIC);
     await publishOk(hub.url, { topic: TOPIC, data: '{"title":"live from the hub"}' });
     await waitForText(page.getByTestId('hub-tail-table'), 'live from the hub');
+    await screenshot('hub');
   });
 
   test('a phone-sized viewport: the menu opens and a view renders', async () => {

@@ -198,7 +198,14 @@ export function Chart(props: {
         height: props.height ?? 220,
         series: [{}, ...props.series.map((s) => ({ label: s.label, stroke: s.color, width: 2 }))],
         axes: [{}, { size: 50 }],
-        scales: { x: { time: true } },
+        // At least the last minute on the x axis: one sample alone would span years.
+        scales: {
+          x: {
+            time: true,
+            range: (_plot, min, max) => [Math.min(min, max - 60), max],
+          },
+          y: { range: (_plot, _min, max) => [0, Math.max(1, max * 1.1)] },
+        },
         legend: { live: false },
       },
       props.data as uPlot.AlignedData,

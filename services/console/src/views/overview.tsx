@@ -97,7 +97,7 @@ export function OverviewView(props: { caps: Capabilities }) {
         {rates.error && <p class="error">{rates.error}</p>}
         <Chart series={SERIES} data={data} testId="rates-chart" />
         {rates.points.length > 0 && (
-          <p class="muted small" data-testid="rates-now">
+          <p class="muted small" data-testid="rates-now" data-points={rates.points.length}>
             now: {rates.points.at(-1)?.push} push/s · {rates.points.at(-1)?.pop} pop/s ·{' '}
             {rates.points.at(-1)?.ack} ack/s
           </p>
