@@ -11,6 +11,7 @@ import { LongPoll } from './long-poll.js';
 import { type Maintenance, startMemoryMaintenance, startRedisMaintenance } from './maintenance.js';
 import { createBrokerMetrics } from './metrics.js';
 import { registerConventions } from './routes/common.js';
+import { registerConsoleRoutes } from './routes/console.js';
 import { registerConsumerGroupRoutes } from './routes/consumer-groups.js';
 import { registerDataPlaneRoutes } from './routes/data-plane.js';
 import { registerResourceRoutes } from './routes/resources.js';
@@ -44,6 +45,8 @@ export interface StartOptions {
   readonly fastify?: Omit<FastifyServerOptions, 'https' | 'http2'>;
   /** Sees every route as it is registered (tests check each route's access declaration). */
   readonly onRoute?: (route: RouteOptions) => void;
+  /** Where the console's built files are (default: services/console/dist). */
+  readonly consoleRoot?: string;
 }
 
 /** Starts one broker node: storage, maintenance, HTTP listener. */
@@ -134,6 +137,7 @@ export async function startBroker(config: BrokerConfig, options: StartOptions = 
   registerTraceRoutes(app, context);
   registerStreamsRoutes(app, context, streamsMetrics);
   registerStatusRoutes(app, context, maintenance);
+  registerConsoleRoutes(app, options.consoleRoot);
 
   lifecycle.addReadinessCheck('storage', () => activeStorage.ready());
   lifecycle.addReadinessCheck('maintenance', () => maintenance.readiness());

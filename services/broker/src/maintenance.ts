@@ -1,3 +1,5 @@
+import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
 import {
   closeRedis,
   createRedis,
@@ -24,7 +26,28 @@ export interface Maintenance {
   refreshStats(): Promise<void>;
   /** A readiness check: undefined while maintenance runs, else why it does not. */
   readiness(): Promise<string | undefined>;
+  /** The broker nodes connected now (GET /api/v1/system/nodes, the console's node list). */
+  nodes(): Promise<NodeInfo[]>;
   close(): Promise<void>;
+}
+
+/**
+ * One broker node as Redis sees it: each node's maintenance worker holds a connection whose
+ * client name carries the node's name (BullMQ's `Queue.getWorkers`, from `CLIENT LIST`).
+ */
+export interface NodeInfo {
+  readonly name: string;
+  /** The node's address as Redis sees it (`ip:port` of that connection); absent in-process. */
+  readonly address?: string;
+  /** Seconds since that connection was opened (the node's uptime, within a reconnect). */
+  readonly connectedSeconds?: number;
+  /** Whether this is the node that answered. */
+  readonly self: boolean;
+}
+
+/** This process's node name: host, process id and a random tag (several nodes may share a process). */
+export function nodeName(): string {
+  return `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
 }
 
 const JOBS = ['lease-sweep', 'retention', 'stats'] as const;
@@ -75,6 +98,8 @@ const BULL_AFTER_OUTAGE = /Missing key for job|Missing lock for job|could not re
  */
 export function startRedisMaintenance(options: {
   storage: BrokerStorage;
+  /** This node's name, given to its worker so the node list can show it (defaults to nodeName()). */
+  nodeName?: string;
   metrics: BrokerMetrics;
   /** BullMQ connects with the node's topology: a Cluster client on Cluster (its prefix is hash-tagged). */
   topology: RedisTopology;
@@ -83,6 +108,7 @@ export function startRedisMaintenance(options: {
   log: FastifyBaseLogger;
 }): Maintenance {
   const { storage, metrics, intervals, log } = options;
+  const selfName = options.nodeName ?? nodeName();
   const prefix = `{${options.keyPrefix}bull}`;
   const heartbeatKey = `${prefix}:herald-maintenance-heartbeat`;
   const connections: RedisClient[] = [];
@@ -113,7 +139,7 @@ export function startRedisMaintenance(options: {
         await queueConnection.hset(heartbeatKey, name, String(Date.now()));
       }
     },
-    { connection: connect('herald-broker-bull-worker'), prefix, concurrency: 3 },
+    { connection: connect('herald-broker-bull-worker'), prefix, concurrency: 3, name: selfName },
   );
   // What an outage leaves behind is not news: the outage itself is logged once (OutageLog).
   const outageEcho = (error: Error) => isConnectionError(error) || BULL_AFTER_OUTAGE.test(error.message);
@@ -205,6 +231,25 @@ export function startRedisMaintenance(options: {
       const late = [...stale].map(([name, ms]) => `${name} (${Math.round(ms / 1000)} s)`);
       return `jobs not run lately: ${late.join(', ')}`;
     },
+    async nodes() {
+      const workers = await replyWithin(queue.getWorkers(), CHECK_REPLY_MS, 'client list');
+      const marker = ':w:';
+      return workers
+        .map((worker) => {
+          // BullMQ puts the queue's name in `name` and the client's own in `rawname`.
+          const rawName = worker.rawname ?? '';
+          const at = rawName.indexOf(marker);
+          const name = at >= 0 ? rawName.slice(at + marker.length) : rawName;
+          const age = Number(worker.age);
+          return {
+            name,
+            ...(worker.addr ? { address: worker.addr } : {}),
+            ...(Number.isFinite(age) ? { connectedSeconds: age } : {}),
+            self: name === selfName,
+          };
+        })
+        .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    },
     async close() {
       closed = true;
       clearInterval(checkTimer);
@@ -225,11 +270,13 @@ export function startRedisMaintenance(options: {
 /** The in-process backend has one node: plain timers. */
 export function startMemoryMaintenance(options: {
   storage: BrokerStorage;
+  nodeName?: string;
   metrics: BrokerMetrics;
   intervals: MaintenanceIntervals;
   log: FastifyBaseLogger;
 }): Maintenance {
   const jobs = runner(options.storage, options.metrics);
+  const selfName = options.nodeName ?? nodeName();
   const every: Record<JobName, number> = {
     'lease-sweep': options.intervals.leaseSweepMs,
     retention: options.intervals.retentionMs,
@@ -252,6 +299,10 @@ export function startMemoryMaintenance(options: {
     // Timers in this process: they run as long as it does.
     async readiness() {
       return undefined;
+    },
+    // One node: this process.
+    async nodes() {
+      return [{ name: selfName, self: true }];
     },
     async close() {
       for (const timer of timers) clearInterval(timer);

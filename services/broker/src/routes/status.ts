@@ -130,6 +130,13 @@ export function registerStatusRoutes(
     return body.enabled;
   };
 
+  // Herald's own (Queen has no node list): the nodes whose maintenance worker is connected to
+  // Redis now, for the console's System and Overview views.
+  app.get('/api/v1/system/nodes', ADMIN, async () => ({
+    backend: storage.kind,
+    nodes: await maintenance.nodes(),
+  }));
+
   app.get('/api/v1/system/maintenance', ADMIN, async () => {
     const flags = await storage.flags();
     return {

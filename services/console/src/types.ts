@@ -1,0 +1,128 @@
+/** The broker's answers the console reads (docs/broker.md, "Queen's view shapes"). */
+
+export interface Overview {
+  queues: number;
+  partitions: number;
+  messages: {
+    total: number;
+    pending: number;
+    processing: number;
+    completed: number;
+    deadLetter: number;
+  };
+  lag: { time: { max: number; avg: number }; offset: { max: number } };
+  throughput: { ingestedPerSecond: number; processedPerSecond: number };
+  statsAge: number;
+}
+
+export interface QueueSummary {
+  name: string;
+  namespace: string;
+  task: string;
+  createdAt: string;
+  partitions: number;
+  messages: { total: number; pending: number; processing: number };
+}
+
+export interface Counts {
+  total: number;
+  pending: number;
+  processing: number;
+  completed: number;
+  deadLetter: number;
+}
+
+export interface QueueDetail {
+  queue: {
+    name: string;
+    namespace: string;
+    task: string;
+    priority: number;
+    createdAt: string;
+    config: {
+      leaseTime: number;
+      retryLimit: number;
+      retryDelay: number;
+      ttl: number;
+      maxQueueSize: number;
+      deadLetterQueue: boolean;
+    };
+  };
+  partitions: {
+    id: string;
+    name: string;
+    messages: Counts;
+    oldestMessage: string | null;
+    newestMessage: string | null;
+  }[];
+  totals: Counts;
+}
+
+export interface ConsumerGroup {
+  name: string;
+  queueName: string;
+  members: number;
+  partitionsWithLag: number;
+  totalLag: number;
+  maxTimeLag: number;
+  state: string;
+  subscriptionTimestamp: string | null;
+}
+
+export interface LaggingPartition {
+  consumer_group: string;
+  queue_name: string;
+  partition_name: string;
+  offset_lag: number;
+  time_lag_seconds: number;
+  oldest_unconsumed_at: string | null;
+}
+
+export interface QueueMessage {
+  id: string;
+  transactionId: string;
+  partitionId: string;
+  partition: string;
+  status: string;
+  createdAt: string;
+}
+
+export interface DeadLetter {
+  dlqId: string;
+  id: string;
+  transactionId: string;
+  traceId: string | null;
+  queue: string;
+  partition: string;
+  partitionId: string;
+  data: unknown;
+  createdAt: string;
+  consumerGroup: string;
+  errorMessage: string | null;
+  retryCount: number;
+  failedAt: string;
+}
+
+export interface Trace {
+  id: string;
+  transactionId: string;
+  partitionId: string;
+  eventType: string;
+  data: unknown;
+  traceNames?: string[];
+  consumerGroup?: string | null;
+  workerId?: string | null;
+  createdAt: string;
+}
+
+export interface Flags {
+  maintenanceMode: boolean;
+  popMaintenanceMode: boolean;
+}
+
+export interface NodeInfo {
+  name: string;
+  address?: string;
+  connectedSeconds?: number;
+  self: boolean;
+}
