@@ -1031,4 +1031,143 @@ export const REGRESSIONS: Regression[] = [
       { op: 'retention' },
     ],
   },
+  {
+    name: "a group's oldest pending message is read from the partitions with work for it, not from one whose next message it resolved ahead",
+    found: 'seed 923 of a sweep (seeds 641-940)',
+    operations: [
+      {
+        op: 'transaction',
+        parts: [
+          { push: { queue: 0, partition: 2, transaction: 4 } },
+          { ack: { popped: 745, status: 'completed', lease: 'own', group: 'own' } },
+          { ack: { popped: 973, status: 'failed', lease: 'own', group: 'own' } },
+        ],
+      },
+      {
+        op: 'configure',
+        queue: 0,
+        options: { maxSize: 3, ttl: 2, priority: 1, encryptionEnabled: false },
+        named: false,
+      },
+      { op: 'push', items: [{ queue: 0, partition: 2, transaction: 1 }] },
+      { op: 'push', items: [{ queue: 1, partition: 2, transaction: 4 }] },
+      { op: 'pop', queue: 0, partition: null, group: 1, batch: 4, maxPartitions: 1, subscription: 'all' },
+      {
+        op: 'ack',
+        acks: [
+          { popped: 450, status: 'completed', lease: 'own', group: 'own' },
+          { popped: 309, status: 'failed', lease: 'own', group: 'own' },
+          { popped: 112, status: 'failed', lease: 'own', group: 'own' },
+        ],
+      },
+      {
+        op: 'pop',
+        queue: 0,
+        partition: null,
+        group: 1,
+        batch: 4,
+        maxPartitions: 1,
+        subscription: { secondsAgo: 3 },
+      },
+      {
+        op: 'ack',
+        acks: [
+          { popped: 874, status: 'failed', lease: 'own', group: 2 },
+          { popped: 686, status: 'success', lease: 'own', group: 'own' },
+        ],
+      },
+      {
+        op: 'pop',
+        queue: 1,
+        partition: null,
+        group: 1,
+        batch: 1,
+        maxPartitions: 3,
+        subscription: { secondsAgo: 4 },
+      },
+      {
+        op: 'push',
+        items: [
+          { queue: 1, partition: 1, transaction: 3 },
+          { queue: 0, partition: 1, transaction: 3 },
+        ],
+      },
+      { op: 'advance', ms: 5000 },
+      { op: 'retention' },
+      { op: 'push', items: [{ queue: 1, partition: 1, transaction: 0 }] },
+      {
+        op: 'push',
+        items: [
+          { queue: 0, partition: 0, transaction: 1 },
+          { queue: 0, partition: 1, transaction: 4 },
+          { queue: 0, partition: 2, transaction: 0 },
+          { queue: 0, partition: 1, transaction: 4 },
+        ],
+      },
+      {
+        op: 'ack',
+        acks: [
+          { popped: 579, status: 'completed', lease: 'own', group: 'own' },
+          { popped: 455, status: 'completed', lease: 'own', group: 'own' },
+          { popped: 871, status: 'dlq', lease: 'own', group: 'own' },
+        ],
+      },
+      { op: 'pop', queue: 1, partition: 1, group: 0, batch: 4, maxPartitions: 3, subscription: 'all' },
+      { op: 'advance', ms: 1000 },
+      {
+        op: 'push',
+        items: [
+          { queue: 1, partition: 2, transaction: 5 },
+          { queue: 1, partition: 2, transaction: 0 },
+          { queue: 0, partition: 0, transaction: 5 },
+        ],
+      },
+      {
+        op: 'push',
+        items: [
+          { queue: 0, partition: 1, transaction: 3 },
+          { queue: 1, partition: 0, transaction: 2 },
+          { queue: 0, partition: 2, transaction: 2 },
+        ],
+      },
+      { op: 'advance', ms: 1000 },
+      { op: 'pop', queue: 0, partition: 0, group: 1, batch: 2, maxPartitions: 3, subscription: 'new' },
+      { op: 'pop', queue: 1, partition: 1, group: 1, batch: 2, maxPartitions: 2, subscription: 'all' },
+      {
+        op: 'push',
+        items: [
+          { queue: 0, partition: 2, transaction: 4 },
+          { queue: 0, partition: 2, transaction: 0 },
+          { queue: 0, partition: 0, transaction: 1 },
+        ],
+      },
+      {
+        op: 'push',
+        items: [
+          { queue: 1, partition: 0, transaction: 5 },
+          { queue: 0, partition: 1, transaction: 3 },
+        ],
+      },
+      {
+        op: 'pop',
+        queue: 1,
+        partition: null,
+        group: 1,
+        batch: 4,
+        maxPartitions: 3,
+        subscription: { secondsAgo: 0 },
+      },
+      {
+        op: 'transaction',
+        parts: [
+          { ack: { popped: 744, status: 'success', lease: 'none', group: 1 } },
+          { ack: { popped: 754, status: 'failed', lease: 'own', group: 'own' } },
+          { ack: { popped: 873, status: 'failed', lease: 'own', group: 'own' } },
+        ],
+      },
+      { op: 'retention' },
+      { op: 'pop', queue: 0, partition: null, group: 1, batch: 3, maxPartitions: 2, subscription: 'all' },
+      { op: 'stats' },
+    ],
+  },
 ];

@@ -59,6 +59,8 @@ export function groupExtras(
       const counts = leaseCounts(consumer, now);
       leasedMessages += counts.batch;
       leasedAnswered += counts.answered;
+      // As lua/stats-1.lua: the partitions with work for the group (its ready index).
+      if (!queue.ready.get(group)?.has(partition.name)) continue;
       const first = partition.messages[after(partition, consumer.position)];
       if (first && (oldestPendingAt === 0 || first.createdAt < oldestPendingAt))
         oldestPendingAt = first.createdAt;
