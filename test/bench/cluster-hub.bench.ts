@@ -1,5 +1,5 @@
 /*
- * The hub on a 3-primary Redis Cluster with MERCURE_PARTITIONS=1 and =8 (issue #12, acceptance
+ * The hub on a 3-primary Redis Cluster with MERCURE_PARTITIONS=1, 8 and 16 (issue #12, acceptance
  * "benchmarks"; docs/benchmarks.md, "Redis Cluster"), measured in the same run. Run after
  * `npm run build`:
  *
@@ -27,13 +27,18 @@ import { partitionOfTopic } from '../../services/hub/src/partitions.js';
 import { generateUpdateId } from '../../services/hub/src/publish.js';
 import { RedisTransport } from '../../services/hub/src/transport-redis.js';
 import { type HubProcess, SseStream, spawnHub, subscribeUrl } from '../hub/support.js';
-import { formatCount, printTable, ShardMeter } from './redis-shards.js';
+import { formatCount, formatPercent, printTable, ShardMeter, spread } from './redis-shards.js';
 
 const UPDATES = Number(process.env.BENCH_UPDATES ?? 20_000);
 const TOPICS = 64;
 const A_TOPICS = 2;
 const PUBLISH_CONCURRENCY = 64;
-const PARTITION_COUNTS = [1, 8] as const;
+/**
+ * N=16 beside the asked-for 1 and 8: on a Cluster split in three equal slot ranges (what
+ * `redis-cli --cluster create` makes) the slots of `{hub}`…`{hub:7}` fall 2/2/4 over the shards,
+ * those of `{hub}`…`{hub:15}` 5/5/6.
+ */
+const PARTITION_COUNTS = [1, 8, 16] as const;
 const topic = (index: number) => `https://example.com/bench/${index}`;
 
 /** A's topics: the first A_TOPICS topics that fall in distinct partitions when N=8. */
@@ -284,7 +289,29 @@ printTable(
     ]),
   ),
 );
-const nodeAOf = (partitions: number) =>
-  results.find((result) => result.partitions === partitions)?.nodeA.received ?? 0;
-console.log(`\nnode A ingest, N=8 / N=1: ${(nodeAOf(8) / nodeAOf(1)).toFixed(3)}`);
+console.log('');
+const baseline = results[0] as Result;
+printTable(
+  [
+    'N',
+    'updates/s',
+    'node A ingest vs N=1',
+    'busiest shard, share of commands',
+    'commands/s: max vs mean',
+    'commands/s: min vs mean',
+  ],
+  results.map((result) => {
+    const ops = result.shards.map((shard) => shard.opsPerSecond);
+    const total = ops.reduce((sum, value) => sum + value, 0);
+    const { above, below } = spread(ops);
+    return [
+      String(result.partitions),
+      formatCount(result.updatesPerSecond),
+      `${(result.nodeA.received / baseline.nodeA.received).toFixed(3)}x`,
+      `${((Math.max(...ops) / total) * 100).toFixed(1)} %`,
+      formatPercent(above),
+      formatPercent(below),
+    ];
+  }),
+);
 process.exit(0);
