@@ -79,7 +79,10 @@ export class Hub implements SubscriberRegistry {
     private readonly app: FastifyInstance,
     options: Pick<HubOptions, 'probeInterval' | 'probeTimeout'>,
   ) {
-    this.metrics = createHubMetrics(sharedMetrics, () => this.transport.historyLength());
+    this.metrics = createHubMetrics(sharedMetrics, {
+      historyLength: () => this.transport.historyLength(),
+      fanoutMessagesReceived: () => this.transport.fanoutMessagesReceived,
+    });
     this.identity = new HubIdentity(config.MERCURE_PUBLIC_URL);
     this.auth = new HubAuthorization(config, app.log, (reason) => this.metrics.authFailures.inc({ reason }));
     const log = (level: 'info' | 'warn' | 'error', message: string, details?: object) =>

@@ -12,12 +12,23 @@ export interface HubMetrics {
   readonly slowSubscriberDisconnects: Counter<'reason'>;
   readonly authFailures: Counter<'reason'>;
   readonly pubsubReconnects: Counter;
+  readonly fanoutMessagesReceived: Counter;
   readonly pubsubProbeOk: Gauge;
   readonly historyLength: Gauge;
 }
 
-export function createHubMetrics(metrics: Metrics, historyLength: () => Promise<number>): HubMetrics {
+/** What the hub's collected series read from its transport at each scrape. */
+export interface HubMetricSources {
+  readonly historyLength: () => Promise<number>;
+  /** A running total (Transport.fanoutMessagesReceived). */
+  readonly fanoutMessagesReceived: () => number;
+}
+
+export function createHubMetrics(metrics: Metrics, sources: HubMetricSources): HubMetrics {
   const registers = [metrics.registry];
+  // The fan-out path counts with a plain integer (no per-message metric call); a scrape adds
+  // what arrived since the previous one.
+  let fanoutMessagesCounted = 0;
   return {
     subscribersConnected: new Gauge({
       name: 'mercure_subscribers_connected',
@@ -73,6 +84,16 @@ export function createHubMetrics(metrics: Metrics, historyLength: () => Promise<
       help: "Reconnections of this node's fan-out subscription.",
       registers,
     }),
+    fanoutMessagesReceived: new Counter({
+      name: 'mercure_fanout_messages_received_total',
+      help: "Update messages this node received from Redis on the partitions' channels it listens to (probes not counted).",
+      registers,
+      collect() {
+        const total = sources.fanoutMessagesReceived();
+        if (total > fanoutMessagesCounted) this.inc(total - fanoutMessagesCounted);
+        fanoutMessagesCounted = total;
+      },
+    }),
     pubsubProbeOk: new Gauge({
       name: 'mercure_pubsub_probe_ok',
       help: '1 when the last end-to-end pub/sub probe came back in time, else 0.',
@@ -84,7 +105,7 @@ export function createHubMetrics(metrics: Metrics, historyLength: () => Promise<
       registers,
       async collect() {
         try {
-          this.set(await historyLength());
+          this.set(await sources.historyLength());
         } catch {
           // Left at its last value while the backend is unreachable; readiness reports the outage.
         }

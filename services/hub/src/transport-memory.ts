@@ -59,6 +59,8 @@ export class MemoryTransport implements Transport {
     return [this.lastPosition];
   }
 
+  readonly fanoutMessagesReceived = 0;
+
   watch(): void {}
 
   unwatch(): void {}

@@ -111,6 +111,8 @@ export class RedisFanout {
   /** A shard subscriber connection was lost since the shards were last all subscribed (Cluster). */
   private shardLost = false;
   private readonly probeChannelSet: ReadonlySet<string>;
+  /** Update messages received on the partitions' channels (probes not counted): the node's ingest. */
+  private received = 0;
 
   constructor(
     private readonly options: RedisFanoutOptions,
@@ -140,6 +142,10 @@ export class RedisFanout {
   /** The partitions probed each round: 0 (the node's own channel), and on a Cluster every watched one. */
   private probedPartitions(): number[] {
     return this.sharded ? [...new Set([0, ...this.watched()])] : [0];
+  }
+
+  get messagesReceived(): number {
+    return this.received;
   }
 
   get lastDispatchedPosition(): Cursor {
@@ -300,6 +306,7 @@ export class RedisFanout {
       if (message.startsWith(PROBE_PREFIX)) this.pendingProbes.get(message.slice(PROBE_PREFIX.length))?.();
       return;
     }
+    this.received += 1;
     const partition = this.partitionOfChannel.get(channel);
     // A message still in flight after an UNSUBSCRIBE: no one here needs it.
     if (partition === undefined || this.watchers[partition] === 0) return;

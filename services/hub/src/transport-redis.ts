@@ -251,6 +251,10 @@ export class RedisTransport implements Transport {
     return this.fanout.lastDispatchedPosition;
   }
 
+  get fanoutMessagesReceived(): number {
+    return this.fanout.messagesReceived;
+  }
+
   watch(partitions: readonly number[] | undefined): void {
     if (this.partitions > 1) this.fanout.watch(partitions);
   }

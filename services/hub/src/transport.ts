@@ -62,6 +62,12 @@ export interface Transport {
    */
   readonly lastDispatchedPosition: Cursor;
   /**
+   * Fan-out messages this node received from the backend since it started: every update copy of
+   * the partitions it listens to, probes not counted (the `mercure_fanout_messages_received_total`
+   * counter; in-process: 0, nothing travels).
+   */
+  readonly fanoutMessagesReceived: number;
+  /**
    * Makes the listener receive the copies of these partitions (undefined: all) from now on, until
    * as many `unwatch` calls; synchronous, so a replay snapshot taken next covers the join point.
    * One partition: always watched, a no-op.
