@@ -4,6 +4,7 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { HUB_AUTH_FAILURE_REASONS, SLOW_SUBSCRIBER_REASONS } from '../src/metrics.js';
 import { startTestHub } from './helpers.js';
 
 test('GET / is a self-contained HTML page linking the dev UI, the console and the docs', async () => {
@@ -72,6 +73,28 @@ test('a token over plain HTTP: 400 whose message names TLS, TRUSTED_PROXIES and 
     assert.match(body, /TLS_CERT_FILE/);
     assert.match(body, /TRUSTED_PROXIES/);
     assert.match(body, /MERCURE_DEV=1/);
+  } finally {
+    await hub.close();
+  }
+});
+
+test('a fresh hub exposes its labelled counters at 0 for every known reason (no "No data" panel)', async () => {
+  const hub = await startTestHub('memory');
+  try {
+    const text = await (await fetch(`${hub.origin}/metrics`)).text();
+    for (const reason of SLOW_SUBSCRIBER_REASONS) {
+      assert.match(
+        text,
+        new RegExp(`^mercure_slow_subscriber_disconnects_total\\{[^}]*reason="${reason}"[^}]*\\} 0$`, 'm'),
+      );
+    }
+    assert.ok(HUB_AUTH_FAILURE_REASONS.includes('expired'));
+    for (const reason of HUB_AUTH_FAILURE_REASONS) {
+      assert.match(
+        text,
+        new RegExp(`^mercure_auth_failures_total\\{[^}]*reason="${reason}"[^}]*\\} 0$`, 'm'),
+      );
+    }
   } finally {
     await hub.close();
   }
