@@ -39,7 +39,7 @@ interface ReasonDefaults {
 }
 
 /**
- * Default status and public text per reason. The broker's texts are the seed's and the anchor's
+ * Default status and public text per reason. The broker's texts are Queen's
  * (`Unsupported token algorithm`, `Unknown key ID`, `Insufficient permissions`, …) so existing
  * clients that match on them keep working.
  */
