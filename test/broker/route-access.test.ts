@@ -223,7 +223,7 @@ describe('a write-only token pushes, and only pushes, under every spelling', () 
   });
 });
 
-describe('every registered route declares its level, and the declaration follows the seed table', () => {
+describe('every registered route declares its level, and the declaration follows the route table of docs/auth.md', () => {
   const routes: { method: string; url: string; access: unknown }[] = [];
   let observed: Broker;
   before(async () => {

@@ -39,10 +39,10 @@ export function contractMetricFor(series: string, contract: ReadonlySet<string>)
 
 /**
  * Environment variables the services read. Both parse their environment with ownedPrefixes
- * (`MERCURE_`, `JWT_`), so an unknown name under those prefixes stops the process at boot: the
+ * (`MERCURE_`, `JWT_`, `BROKER_`), so an unknown name under those prefixes stops the process at boot: the
  * chart must never render one. Sources: docs/contracts.md ("Environment variables"), the hub's
- * configuration list in reference/hub.md and the broker's JWT_* names (seed
- * broker-authentication.txt, reference/auth.md "Broker profile").
+ * configuration table of docs/hub.md and the broker's JWT_* names (docs/auth.md, "Broker
+ * profile").
  */
 export const serviceEnvNames = {
   common: [

@@ -1,4 +1,5 @@
-import { Counter, Gauge, type Metrics } from '@herald/metrics';
+import { AUTH_FAILURE_REASONS } from '@herald/auth';
+import { Counter, Gauge, type Metrics, withZeroSeries } from '@herald/metrics';
 import type { AckStatus, BrokerStorage, QueueStats } from './storage.js';
 
 /** The label value shared by every queue past the cap (docs/broker.md "Metrics"). */
@@ -135,23 +136,33 @@ export function createBrokerMetrics(
     popped: capped(popped, labels),
     acked: capped(acked, labels),
     leaseExpiries: capped(leaseExpiries, labels),
-    transactions: new Counter({
-      name: 'herald_broker_transactions_total',
-      help: 'Transactions by result (committed, rejected).',
-      labelNames: ['result'],
-      registers,
-    }),
+    // Labelled counters start with their known label values at 0: no "No data" panel before the
+    // first event (issue #13). Per-queue series cannot: queues are not known in advance.
+    transactions: withZeroSeries(
+      new Counter({
+        name: 'herald_broker_transactions_total',
+        help: 'Transactions by result (committed, rejected).',
+        labelNames: ['result'],
+        registers,
+      }),
+      'result',
+      ['committed', 'rejected'],
+    ),
     parkedLongPolls: new Gauge({
       name: 'herald_broker_parked_long_polls',
       help: 'Pops waiting (wait=true) on this node.',
       registers,
     }),
-    authFailures: new Counter({
-      name: 'herald_broker_auth_failures_total',
-      help: 'Rejected requests by reason.',
-      labelNames: ['reason'],
-      registers,
-    }),
+    authFailures: withZeroSeries(
+      new Counter({
+        name: 'herald_broker_auth_failures_total',
+        help: 'Rejected requests by reason.',
+        labelNames: ['reason'],
+        registers,
+      }),
+      'reason',
+      AUTH_FAILURE_REASONS,
+    ),
     forgetQueue(queue) {
       // `__other__` is never forgotten: it may count other live queues too.
       if (!labels.forget(queue)) return;

@@ -202,6 +202,32 @@ export function statsAge(stats: QueueStats[], now: number): number {
   return stats.length === 0 ? -1 : secondsSince(Math.min(...stats.map((s) => s.at)), now);
 }
 
+/**
+ * Where a view's counts come from, as response headers (issue #13), so that Queen's JSON shapes
+ * stay as they are. Snapshot views mix live facts (the queue list, `partitions`) with counts of
+ * the last stats snapshot (`BROKER_STATS_INTERVAL`, or `POST /api/v1/stats/refresh`):
+ * `herald-stats-source: snapshot`, `herald-stats-at` (the oldest snapshot used, ISO, or `none`),
+ * `herald-stats-age` (its age in seconds, -1 without one) and `herald-stats-missing` (listed queues
+ * the snapshot does not cover yet: their counts read 0). Views read when asked say `live`.
+ */
+export function statsHeaders(
+  stats: readonly QueueStats[],
+  queues: readonly QueueInfo[],
+  now: number,
+): Record<string, string> {
+  const covered = new Set(stats.map((s) => s.queue));
+  const at = stats.length === 0 ? 0 : Math.min(...stats.map((s) => s.at));
+  return {
+    'herald-stats-source': 'snapshot',
+    'herald-stats-at': at > 0 ? new Date(at).toISOString() : 'none',
+    'herald-stats-age': String(statsAge([...stats], now)),
+    'herald-stats-missing': String(queues.filter((queue) => !covered.has(queue.name)).length),
+  };
+}
+
+/** The header of views computed from the partitions when asked (see statsHeaders). */
+export const LIVE_STATS_HEADERS: Readonly<Record<string, string>> = { 'herald-stats-source': 'live' };
+
 const resolvedOf = (stats: QueueStats) => stats.groups.reduce((total, g) => total + g.resolved, 0);
 
 /** get_system_overview_v3: `GET /api/v1/resources/overview`. */

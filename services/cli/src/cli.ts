@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { mintToken, TokenOptionsError } from './token.js';
 
@@ -6,14 +7,32 @@ export interface Output {
   stderr(text: string): void;
 }
 
+/** The CLI's version: its package.json (the same file from src/ and from dist/). */
+export const VERSION: string = (
+  JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }
+).version;
+
 export const USAGE = `Usage: herald <command> [options]
 
 Commands:
   hub                 start one hub node (configured by MERCURE_* and the common variables)
   broker              start one broker node (configured by JWT_* and the common variables)
   token               mint a development token (printed alone on the last line)
+  help [command]      this text, or a command's (same as herald <command> --help)
 
-herald token options:
+Options (every command):
+  -h, --help          print the command's help and exit; nothing is started
+  -v, --version       print the version and exit
+
+Docs: docs/hub.md, docs/broker.md, docs/auth.md in the repository.
+`;
+
+export const TOKEN_USAGE = `Usage: herald token (--secret <s> | --key <file>) [options]
+
+Mints a development token for the hub (mercure claim) and/or the broker (roles claim). The token
+is printed alone on stdout's last line; its claims are described on stderr. Details: docs/auth.md.
+
+Options:
   --secret <s>        HMAC secret (HS256 unless --alg says otherwise)
   --key <file>        private key PEM file (RS*, ES*, EdDSA; --alg defaults to RS256)
   --alg <alg>         signing algorithm
@@ -24,29 +43,102 @@ herald token options:
   --role <role>       broker: a role (repeatable), in the "roles" claim
   --sub <id>          the sub claim (the broker stores it as producerSub)
   --exp <seconds>     lifetime; without it the token has no exp
+  -h, --help          print this help
+  -v, --version       print the version
+
+Example:
+  herald token --secret change-me --publish '*' --subscribe '*'
 `;
+
+interface SettingLike {
+  readonly form: string;
+  readonly defaultText?: string;
+  readonly required: boolean;
+}
+
+/** A service's help: what it is, then every variable of its spec with its form and default. */
+function serviceUsage(command: 'hub' | 'broker', spec: Readonly<Record<string, SettingLike>>): string {
+  const intro =
+    command === 'hub'
+      ? `Usage: herald hub
+
+Starts one Mercure hub node on PORT (default 8080), configured only by environment variables.
+Required: MERCURE_PUBLISHER_JWT_KEY (or MERCURE_PUBLISHER_JWKS_URL). Without REDIS_URL,
+REDIS_SENTINELS or REDIS_CLUSTER_NODES the hub runs on its in-process backend (one node).
+Quick start: docs/hub.md.`
+      : `Usage: herald broker
+
+Starts one Queen-compatible broker node on PORT (default 6632), configured only by environment
+variables. Without REDIS_URL, REDIS_SENTINELS or REDIS_CLUSTER_NODES the broker runs on its
+in-process backend (one node, nothing survives a restart). Auth is off unless JWT_ENABLED=true.
+Reference: docs/broker.md.`;
+  const rows = Object.entries(spec).map(([name, setting]) => {
+    const detail = setting.required
+      ? 'required'
+      : setting.defaultText !== undefined
+        ? `default ${setting.defaultText === '' ? '""' : setting.defaultText}`
+        : 'unset by default';
+    return `  ${name.padEnd(36)} ${detail}; ${setting.form}`;
+  });
+  return `${intro}\n\nEnvironment variables:\n${rows.join('\n')}\n\nOptions:\n  -h, --help    print this help\n  -v, --version print the version\n`;
+}
+
+const HELP = new Set(['--help', '-h', 'help']);
+const VERSION_FLAGS = new Set(['--version', '-v', '-V']);
 
 export async function runCli(argv: readonly string[], output: Output): Promise<number> {
   const [command, ...rest] = argv;
+  if (command === undefined) {
+    output.stderr(USAGE);
+    return 1;
+  }
+  if (VERSION_FLAGS.has(command)) {
+    output.stdout(`herald ${VERSION}\n`);
+    return 0;
+  }
+  if (HELP.has(command)) {
+    const topic = command === 'help' ? rest[0] : undefined;
+    if (topic === undefined) {
+      output.stdout(USAGE);
+      return 0;
+    }
+    return runCli([topic, '--help'], output);
+  }
+  if (command !== 'token' && command !== 'hub' && command !== 'broker') {
+    output.stderr(`herald: unknown command ${JSON.stringify(command)}\n\n${USAGE}`);
+    return 1;
+  }
+  // --help / --version anywhere among a command's arguments wins, and starts nothing.
+  if (rest.some((argument) => argument === '--help' || argument === '-h')) {
+    output.stdout(await commandUsage(command));
+    return 0;
+  }
+  if (rest.some((argument) => VERSION_FLAGS.has(argument))) {
+    output.stdout(`herald ${VERSION}\n`);
+    return 0;
+  }
   switch (command) {
     case 'token':
       return token(rest, output);
     case 'hub':
-      await import('@herald/hub/main');
-      return 0;
     case 'broker':
-      await import('@herald/broker/main');
+      if (rest.length > 0) {
+        output.stderr(
+          `herald ${command}: takes no arguments (got ${JSON.stringify(rest[0])}); it is configured by environment variables, see herald ${command} --help\n`,
+        );
+        return 1;
+      }
+      await import(command === 'hub' ? '@herald/hub/main' : '@herald/broker/main');
       return 0;
-    case undefined:
-    case 'help':
-    case '--help':
-    case '-h':
-      output.stdout(USAGE);
-      return command === undefined ? 1 : 0;
-    default:
-      output.stderr(`herald: unknown command ${JSON.stringify(command)}\n\n${USAGE}`);
-      return 1;
   }
+}
+
+async function commandUsage(command: 'token' | 'hub' | 'broker'): Promise<string> {
+  if (command === 'token') return TOKEN_USAGE;
+  // The spec only: importing the package's index starts nothing (main.js does).
+  const spec =
+    command === 'hub' ? (await import('@herald/hub')).hubSpec : (await import('@herald/broker')).brokerSpec;
+  return serviceUsage(command, spec);
 }
 
 async function token(argv: readonly string[], output: Output): Promise<number> {
@@ -54,7 +146,9 @@ async function token(argv: readonly string[], output: Output): Promise<number> {
   try {
     values = parseTokenArgs(argv).values;
   } catch (error) {
-    output.stderr(`herald token: ${error instanceof Error ? error.message : String(error)}\n`);
+    output.stderr(
+      `herald token: ${error instanceof Error ? error.message : String(error)} (see herald token --help)\n`,
+    );
     return 1;
   }
   try {
@@ -64,7 +158,7 @@ async function token(argv: readonly string[], output: Output): Promise<number> {
     return 0;
   } catch (error) {
     if (!(error instanceof TokenOptionsError)) throw error;
-    output.stderr(`herald token: ${error.message}\n`);
+    output.stderr(`herald token: ${error.message} (see herald token --help)\n`);
     return 1;
   }
 }

@@ -38,6 +38,13 @@ export class HubError extends HeraldError {
 
 export const missingMatcher = () =>
   new HubError('HERALD_HUB_NO_MATCHER', 400, 'Missing "match" (or "topic") query parameter');
+/** `?topic=` (Mercure 0.x) on a hub that does not read it: say what to use instead. */
+export const legacyTopicParameter = () =>
+  new HubError(
+    'HERALD_HUB_NO_MATCHER',
+    400,
+    'The "topic" query parameter is Mercure 0.x: subscribe with "match" (e.g. ?match=https://example.com/books/1), or set MERCURE_LEGACY_CLAIMS=1 on the hub to accept "topic"',
+  );
 export const tooManyMatchers = (limit: number) =>
   new HubError('HERALD_HUB_TOO_MANY_MATCHERS', 400, `Too many matchers (at most ${limit})`);
 export const patternTooLong = (limit: number) =>

@@ -38,6 +38,7 @@ import { SubscriberIndex } from './subscriptions.js';
 import type { SubscriptionRecord, Transport } from './transport.js';
 import { MemoryTransport } from './transport-memory.js';
 import { RedisTransport } from './transport-redis.js';
+import { registerHome } from './ui/home.js';
 import { registerDevUi } from './ui/routes.js';
 import type { StoredUpdate, Update } from './update.js';
 
@@ -381,6 +382,7 @@ export function createHub(options: HubOptions): HubServer {
     }
   }
   if (config.MERCURE_DEV) registerDevUi(app);
+  registerHome(app, { dev: config.MERCURE_DEV, subscriptions: config.MERCURE_SUBSCRIPTIONS });
 
   lifecycle.addReadinessCheck('backend', () => hub.transport.readiness());
   lifecycle.onDrain((deadline) => hub.drain(deadline));

@@ -1,4 +1,14 @@
-import { Counter, Gauge, Histogram, type Metrics } from '@herald/metrics';
+import { AUTH_FAILURE_REASONS } from '@herald/auth';
+import { Counter, Gauge, Histogram, type Metrics, withZeroSeries } from '@herald/metrics';
+import type { CloseReason } from './subscriber.js';
+
+/** The `reason` values of mercure_slow_subscriber_disconnects_total (hub.ts, onSubscriberClosed). */
+export const SLOW_SUBSCRIBER_REASONS: readonly Extract<CloseReason, 'queue_full' | 'dispatch_timeout'>[] = [
+  'queue_full',
+  'dispatch_timeout',
+];
+/** The `reason` values of mercure_auth_failures_total: @herald/auth's, and the hub's CSRF rule (errors.ts). */
+export const HUB_AUTH_FAILURE_REASONS: readonly string[] = [...AUTH_FAILURE_REASONS, 'csrf'];
 
 /** The hub's series (docs/contracts.md, metric names), registered on the process registry. */
 export interface HubMetrics {
@@ -67,18 +77,28 @@ export function createHubMetrics(metrics: Metrics, sources: HubMetricSources): H
       help: 'Events written to subscriber streams of this node (live and replayed).',
       registers,
     }),
-    slowSubscriberDisconnects: new Counter({
-      name: 'mercure_slow_subscriber_disconnects_total',
-      help: 'Subscribers closed because their queue overflowed or a write stayed blocked too long.',
-      labelNames: ['reason'],
-      registers,
-    }),
-    authFailures: new Counter({
-      name: 'mercure_auth_failures_total',
-      help: 'Requests refused by authentication or authorization, by reason.',
-      labelNames: ['reason'],
-      registers,
-    }),
+    // Labelled counters start with their known label values at 0: no "No data" panel before the
+    // first event (issue #13).
+    slowSubscriberDisconnects: withZeroSeries(
+      new Counter({
+        name: 'mercure_slow_subscriber_disconnects_total',
+        help: 'Subscribers closed because their queue overflowed or a write stayed blocked too long.',
+        labelNames: ['reason'],
+        registers,
+      }),
+      'reason',
+      SLOW_SUBSCRIBER_REASONS,
+    ),
+    authFailures: withZeroSeries(
+      new Counter({
+        name: 'mercure_auth_failures_total',
+        help: 'Requests refused by authentication or authorization, by reason.',
+        labelNames: ['reason'],
+        registers,
+      }),
+      'reason',
+      HUB_AUTH_FAILURE_REASONS,
+    ),
     pubsubReconnects: new Counter({
       name: 'mercure_pubsub_reconnects_total',
       help: "Reconnections of this node's fan-out subscription.",

@@ -6,6 +6,7 @@ import type { HubAuthorization } from './authorization.js';
 import {
   asHubError,
   draining,
+  legacyTopicParameter,
   matchersTooComplex,
   missingMatcher,
   patternTooLong,
@@ -116,7 +117,10 @@ export function parseSubscribeQuery(parameters: URLSearchParams, legacy: boolean
     matchers.push({ matchType, match: value, ...(isLegacy ? { legacy: true } : {}) });
     if (matchers.length > MAX_MATCHERS) throw tooManyMatchers(MAX_MATCHERS);
   }
-  if (matchers.length === 0) throw missingMatcher();
+  if (matchers.length === 0) {
+    const topicGiven = [...parameters.keys()].some((name) => name.toLowerCase() === 'topic');
+    throw !legacy && topicGiven ? legacyTopicParameter() : missingMatcher();
+  }
   return { matchers, lastEventId };
 }
 

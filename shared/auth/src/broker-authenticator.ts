@@ -153,7 +153,7 @@ export function createBrokerAuthenticator(
   const rsaKey = publicKey ? lazyPem(publicKey, 'rsa', INVALID_RSA_PEM) : undefined;
   const edKey = publicKey ? lazyPem(publicKey, 'ed25519', INVALID_ED_PEM) : undefined;
 
-  // The anchor pre-fetches JWKS only when an asymmetric family can be accepted.
+  // Queen pre-fetches JWKS only when an asymmetric family can be accepted.
   const needsJwks = !publicKey && config.JWT_JWKS_URL && accepted.some((alg) => !isHmacAlgorithm(alg));
   const jwks = needsJwks
     ? new JwksCache({

@@ -28,7 +28,7 @@ interface RouteRule {
 }
 
 /**
- * The seed's list, first match wins, in the seed's order. "Prefix" follows the seed's `*`: a
+ * Queen's list (docs/auth.md, "Broker profile"), first match wins, in Queen's order. "Prefix" follows Queen's `*`: a
  * path under `/assets/`, anything starting with `/favicon` or `/api/v1/status`. A prefix that
  * ends in `/` also covers the bare path without it (`/internal` is admin like `/internal/x`).
  */
@@ -44,7 +44,7 @@ export const BROKER_ROUTE_TABLE: readonly RouteRule[] = [
   { level: 'public', match: 'exact', path: '/auth/me' },
   { level: 'public', match: 'exact', path: '/auth/login' },
   { level: 'public', match: 'exact', path: '/auth/logout' },
-  // Not in the seed (Queen has no such routes): the server kit's liveness and readiness probes,
+  // Not in Queen's list (Queen has no such routes): the server kit's liveness and readiness probes,
   // public like /health so Kubernetes probes work with JWT_ENABLED=true. They reveal no data.
   { level: 'public', match: 'exact', path: '/healthz' },
   { level: 'public', match: 'exact', path: '/readyz' },

@@ -29,7 +29,7 @@ export type BrokerJwtAlgorithm = (typeof BROKER_JWT_ALGORITHMS)[number];
 export const DEFAULT_SKIP_PATHS = ['/health', '/metrics/prometheus', '/metrics', '/'];
 
 /**
- * A time in seconds, as the broker's anchor reads it (`JWT_CLOCK_SKEW=30` is 30 seconds), or a
+ * A time in seconds, as Queen reads it (`JWT_CLOCK_SKEW=30` is 30 seconds), or a
  * duration with a unit (`30s`, `1m`, `500ms`). Parsed to MILLISECONDS. Our generic `duration`
  * reads a bare integer as milliseconds; here that would turn the documented `30` into 30 ms, so
  * a bare integer means seconds for these settings.
@@ -55,12 +55,12 @@ function secondsOrDuration(defaultSeconds: number): Setting<number> {
 }
 
 /**
- * The broker's auth settings, with the seed's names and defaults, as a spec fragment the broker
+ * The broker's auth settings, with Queen's names and defaults (docs/auth.md, "Broker profile"), as a spec fragment the broker
  * spreads into its config spec. `JWT_ALGORITHM` is read as text and checked by
- * `validateBrokerAuthConfig` only when `JWT_ENABLED=true`, as the seed specifies (a disabled
- * validator ignores it, like the anchor).
+ * `validateBrokerAuthConfig` only when `JWT_ENABLED=true`, as docs/auth.md specifies (a disabled
+ * validator ignores it, like Queen).
  *
- * Two settings beyond the seed, with the anchor's names and defaults: `JWT_JWKS_REFRESH_INTERVAL`
+ * Two settings beyond that list, with Queen's names and defaults: `JWT_JWKS_REFRESH_INTERVAL`
  * (re-read the key set at least this often, so a removed key stops verifying; 3600 s) and
  * `JWT_JWKS_TIMEOUT_MS` (5000).
  */
@@ -99,7 +99,7 @@ const SUPPORTED_LIST = 'HS256, HS384, HS512, RS256, RS384, RS512, EdDSA, or auto
  *  - HS256/HS384/HS512 or auto has none of `JWT_SECRET`, `JWT_PUBLIC_KEY`, `JWT_JWKS_URL`;
  *  - RS256/RS384/RS512 or EdDSA has neither `JWT_PUBLIC_KEY` nor `JWT_JWKS_URL`.
  * Everything else (a wrong secret, an unreachable JWKS, a bad PEM) starts and fails per
- * request, as the seed says. The caller exits before binding.
+ * request (docs/auth.md, "Broker profile"). The caller exits before binding.
  */
 export function validateBrokerAuthConfig(config: BrokerAuthConfig): void {
   if (!config.JWT_ENABLED) return;

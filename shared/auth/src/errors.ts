@@ -39,7 +39,7 @@ interface ReasonDefaults {
 }
 
 /**
- * Default status and public text per reason. The broker's texts are the seed's and the anchor's
+ * Default status and public text per reason. The broker's texts are Queen's
  * (`Unsupported token algorithm`, `Unknown key ID`, `Insufficient permissions`, …) so existing
  * clients that match on them keep working.
  */
@@ -63,7 +63,9 @@ const DEFAULTS: Readonly<Record<AuthFailureReason, ReasonDefaults>> = {
   },
   insecure_transport: {
     status: 400,
-    message: 'Authorization tokens are only accepted over HTTPS',
+    // Names the fixes (issue #13): the hub's HTTPS rule is what a first curl on localhost meets.
+    message:
+      'Authorization tokens are only accepted over HTTPS: serve TLS (TLS_CERT_FILE, TLS_KEY_FILE), or trust the proxy that terminates it (TRUSTED_PROXIES); on localhost in development, MERCURE_DEV=1 accepts loopback',
   },
   key_not_configured: { status: 500, message: 'Verification key not configured' },
   invalid_key: { status: 500, message: 'Verification key is invalid' },

@@ -11,7 +11,7 @@ export const JWKS_REFETCH_INTERVAL_MS = 5_000;
 export const JWKS_DEFAULT_TIMEOUT_MS = 5_000;
 /**
  * Keys are re-read at most this old even when every kid is known, so a key the identity
- * provider *removed* (revoked) stops verifying without a restart. The anchor does the same with
+ * provider *removed* (revoked) stops verifying without a restart. Queen does the same with
  * `JWT_JWKS_REFRESH_INTERVAL` (default 3600 s).
  */
 export const JWKS_DEFAULT_MAX_AGE_MS = 3_600_000;

@@ -82,7 +82,7 @@ export function describeKeyFamily(family: KeyFamily): string {
 /**
  * Parses a PEM public key (SPKI, PKCS#1 RSA, or an X.509 certificate). A private key is
  * refused even though a public key could be derived from it: a private key in a "public key"
- * setting is a leaked secret, and the seed's reference parser refuses it too.
+ * setting is a leaked secret, and Queen's parser refuses it too.
  */
 export function importPublicKeyPem(pemText: string): VerificationKey {
   const pem = normalizePem(pemText);

@@ -40,7 +40,7 @@ export interface SubscriptionMatcher {
 
 /**
  * The payload attached to one subscription. The first `subscribe` entry that matches wins,
- * an entry matching when (rules from the seed, in this order):
+ * an entry matching when (rules of docs/auth.md, "Hub profile", in this order):
  *   1. the entry is `*`;
  *   2. it has the same matcher type and the identical pattern;
  *   3. its matcher, applied to the subscription's match value as if it were a topic, matches.

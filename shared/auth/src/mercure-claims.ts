@@ -9,7 +9,7 @@ import {
 /**
  * The Mercure claims of a verified token, normalised from either grammar:
  *
- * - the seed's `mercure` claim: `publish`/`subscribe` arrays of `{match, matchType?, payload?}`
+ * - the `mercure` claim (docs/auth.md, "Hub profile"): `publish`/`subscribe` arrays of `{match, matchType?, payload?}`
  *   and a fallback `payload` (0.x bare strings only in legacy mode);
  * - the Mercure 1.0 access token (RFC 9068 `typ: at+jwt`) with an RFC 9396
  *   `authorization_details` claim, so clients of the current reference hub work unchanged.

@@ -11,7 +11,7 @@ import { AuthError } from './errors.js';
 export type TokenSource = 'header' | 'query' | 'cookie';
 
 export const DEFAULT_COOKIE_NAME = 'mercureAuthorization';
-/** The seed's query parameter. */
+/** The Mercure spec's query parameter (docs/auth.md, "Hub profile"). */
 export const QUERY_PARAMETER = 'authorization';
 /**
  * RFC 6750 §2.3's name, used by the current Mercure draft. Read after `authorization` (same

@@ -130,7 +130,7 @@ export class TokenVerifier {
   }
 
   /**
-   * exp, nbf and iat with the configured skew, on whole seconds as the anchor does:
+   * exp, nbf and iat with the configured skew, on whole seconds as Queen does:
    * expired when now > exp + skew, not yet valid when now + skew < nbf, issued in the future
    * when iat > now + skew. Each claim is optional; a present one must be a number.
    */

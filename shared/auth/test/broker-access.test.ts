@@ -5,7 +5,7 @@ import type { AccessLevel } from '../src/broker-routes.js';
 
 const LEVELS: readonly AccessLevel[] = ['public', 'read-only', 'write-only', 'read-write', 'admin'];
 
-// [roles held, levels that pass]: the seed's role sets, not a ladder.
+// [roles held, levels that pass]: the role sets of docs/auth.md, not a ladder.
 // biome-ignore format: a table, one case per line
 const ROLE_SETS: readonly (readonly [readonly string[], readonly AccessLevel[]])[] = [
   [['admin'], ['public', 'read-only', 'write-only', 'read-write', 'admin']],

@@ -19,7 +19,7 @@ import {
   type TestServer,
 } from './support.js';
 
-/** A broker-shaped app: one route per class of the seed's table, each echoing the identity. */
+/** A broker-shaped app: one route per class of the broker's route table (docs/auth.md), each echoing the identity. */
 async function brokerApp(
   environment: Record<string, string>,
   failures: AuthFailureReason[] = [],
@@ -218,7 +218,7 @@ describe('broker auth plugin options', () => {
     await app.close();
   });
 
-  it('explicit HS256 with only a public key: the server-side 500 of the seed', async () => {
+  it('explicit HS256 with only a public key: the server-side 500 Queen answers', async () => {
     const failures: AuthFailureReason[] = [];
     const app = await brokerApp(
       { JWT_ENABLED: 'true', JWT_ALGORITHM: 'HS256', JWT_PUBLIC_KEY: keys().rsa.publicPem },

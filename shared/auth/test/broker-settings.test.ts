@@ -13,7 +13,7 @@ function config(environment: Record<string, string>): BrokerAuthConfig {
 }
 
 describe('brokerAuthSettings', () => {
-  it("has the seed's defaults", () => {
+  it("has Queen's defaults", () => {
     const parsed = config({});
     assert.deepEqual(
       {
@@ -57,7 +57,7 @@ describe('brokerAuthSettings', () => {
   // [JWT_CLOCK_SKEW as written, milliseconds]
   // biome-ignore format: a table, one case per line
   const skews: readonly (readonly [string, number])[] = [
-    ['30', 30_000], // a bare integer is SECONDS, as the seed and its anchor read it
+    ['30', 30_000], // a bare integer is SECONDS, as Queen reads it
     ['0', 0],
     ['45s', 45_000],
     ['2m', 120_000],

@@ -46,7 +46,7 @@ describe('AuthError', () => {
     assert.deepEqual(new Set(STATUSES.map(([reason]) => reason)), new Set(AUTH_FAILURE_REASONS));
   });
 
-  it("keeps the seed's broker texts", () => {
+  it("keeps Queen's broker texts", () => {
     assert.equal(new AuthError('alg_not_allowed').message, 'Unsupported token algorithm');
     assert.equal(new AuthError('unknown_kid').message, 'Unknown key ID');
     assert.equal(new AuthError('forbidden').message, 'Insufficient permissions');

@@ -31,7 +31,7 @@ const SEMANTICS: readonly (readonly [string | undefined, string, string, boolean
   ['urlpattern', 'https://example.com/books/:id', 'https://example.com/books/42/reviews', false],
   ['URLPATTERN', '/books/:id', 'https://example.com/books/42', true],
   ['URLPattern', '/books/:id', 'https://other.example/books/42', false],
-  // The seed's per-user alternate topic.
+  // The Mercure spec's example of a per-user alternate topic.
   [
     'URLPattern',
     'https://example.com/users/42/?topic=:topic',

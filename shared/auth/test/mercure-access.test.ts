@@ -56,7 +56,7 @@ describe('subscribers (private updates)', () => {
   const user7 = claims({
     subscribe: [{ match: 'https://example.com/users/7/?topic=:topic', matchType: 'URLPattern' }],
   });
-  // The seed's per-user alternate topics for book 1: users 42 and 99 may see it.
+  // The Mercure spec's example of per-user alternate topics for book 1: users 42 and 99 may see it.
   const book1 = [
     'https://example.com/books/1',
     'https://example.com/users/42/?topic=https%3A%2F%2Fexample.com%2Fbooks%2F1',

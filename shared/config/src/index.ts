@@ -1,4 +1,14 @@
-export { type ConfigOf, type Environment, loadConfig, parseEnv, type Spec } from './env.js';
+export {
+  type ConfigOf,
+  closestName,
+  type Environment,
+  exitOnConfigError,
+  isConfigError,
+  kubernetesServiceLink,
+  loadConfig,
+  parseEnv,
+  type Spec,
+} from './env.js';
 export { ConfigError } from './errors.js';
 export { parseBoolean, parseDuration } from './parse.js';
 export {

@@ -90,6 +90,55 @@ test('unknown variables outside the owned prefixes are ignored', () => {
   );
 });
 
+test('an unknown owned variable names the closest known one when it is close', () => {
+  const spec = {
+    BROKER_KEY_PREFIX: string(),
+    DEFAULT_TIMEOUT: duration({ default: 1 }),
+    PORT: port({ default: 1 }),
+  };
+  const message = (name: string) => {
+    try {
+      parseEnv(spec, { [name]: '1' }, { ownedPrefixes: ['BROKER_'] });
+    } catch (error) {
+      return (error as Error).message;
+    }
+    return assert.fail(`${name} accepted`);
+  };
+  assert.equal(
+    message('BROKER_KEY_PREFX'),
+    'BROKER_KEY_PREFX: unknown setting (check the spelling; did you mean BROKER_KEY_PREFIX?)',
+  );
+  assert.match(message('BROKER_DEFAULT_TIMEOUT'), /did you mean DEFAULT_TIMEOUT\?/);
+  assert.match(message('BROKER_PORT'), /did you mean PORT\?/);
+  assert.equal(
+    message('BROKER_SOMETHING_ELSE'),
+    'BROKER_SOMETHING_ELSE: unknown setting (check the spelling)',
+  );
+});
+
+test('the variables Kubernetes injects for a Service named like an owned prefix are not refused', () => {
+  // A Service `broker` (ports 6632/TCP named http, 9000/UDP) and a Service `broker-redis`.
+  const injected = {
+    BROKER_SERVICE_HOST: '10.0.0.7',
+    BROKER_SERVICE_PORT: '6632',
+    BROKER_SERVICE_PORT_HTTP: '6632',
+    BROKER_PORT: 'tcp://10.0.0.7:6632',
+    BROKER_PORT_6632_TCP: 'tcp://10.0.0.7:6632',
+    BROKER_PORT_6632_TCP_PROTO: 'tcp',
+    BROKER_PORT_6632_TCP_PORT: '6632',
+    BROKER_PORT_6632_TCP_ADDR: '10.0.0.7',
+    BROKER_PORT_9000_UDP: 'udp://10.0.0.7:9000',
+    BROKER_REDIS_SERVICE_HOST: '10.0.0.8',
+    BROKER_REDIS_PORT: 'tcp://10.0.0.8:6379',
+  };
+  assert.doesNotThrow(() => parseEnv(spec, { NAME: 'x', ...injected }, { ownedPrefixes: ['BROKER_'] }));
+  // A BROKER_PORT meant as a port number is not Kubernetes' form: still refused.
+  assert.throws(
+    () => parseEnv(spec, { NAME: 'x', BROKER_PORT: '7000' }, { ownedPrefixes: ['BROKER_'] }),
+    /BROKER_PORT: unknown setting .*did you mean PORT\?/,
+  );
+});
+
 test('several problems are reported together', () => {
   const error = errorFor({ PORT: 'x', DEBUG: 'maybe' });
   assert.match(error.message, /PORT/);

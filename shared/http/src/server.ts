@@ -11,6 +11,7 @@ import Fastify, {
   type RouteOptions,
 } from 'fastify';
 import { Lifecycle } from './lifecycle.js';
+import { logDestination } from './log-destination.js';
 import { redactText, redactUrl } from './redact.js';
 import type { HttpConfig } from './settings.js';
 
@@ -91,6 +92,8 @@ export function createServerKit(options: ServerKitOptions): ServerKit {
       redact: { paths: LOGGED_SECRETS, censor: '[REDACTED]' },
       // The last word on every line, serializers or not: fastify puts raw URLs in messages.
       hooks: { streamWrite: redactText },
+      // JSON lines on stdout, pretty on a terminal; EPIPE (a closed pipe) ends logging, not the exit.
+      stream: logDestination(),
       serializers: {
         req: (request) => ({
           method: request.method,

@@ -93,13 +93,36 @@ export function parseAddressList(variable: string, text: string, defaultPort: nu
 
 /** A standalone URL, checked; the message names the scheme at most, never the URL (it may hold a password). */
 export function checkRedisUrl(variable: string, text: string): string {
-  if (!URL.canParse(text)) throw new ConfigError(variable, 'expected a redis:// or rediss:// URL');
+  if (!URL.canParse(text)) throw new ConfigError(variable, unparsableRedisUrl(text));
   const { protocol, hostname } = new URL(text);
   if (protocol !== 'redis:' && protocol !== 'rediss:') {
     throw new ConfigError(variable, `expected redis:// or rediss://, got ${protocol}`);
   }
   if (hostname === '') throw new ConfigError(variable, 'expected a redis:// or rediss:// URL with a host');
   return text;
+}
+
+/**
+ * Why a value is not a URL, in words an operator can act on, without echoing it: a missing
+ * `://`, a port out of range, or else the expected form.
+ */
+function unparsableRedisUrl(text: string): string {
+  const example = 'expected a redis:// or rediss:// URL (redis://[user:password@]host:port[/db])';
+  const scheme = /^([A-Za-z][A-Za-z0-9+.-]*):?/.exec(text.trim());
+  if (!text.includes('://')) {
+    return scheme && /^rediss?$/i.test(scheme[1] as string)
+      ? `${example}: "://" is missing after the scheme`
+      : `${example}: the value has no scheme://`;
+  }
+  // The port is what follows the last ':' of the authority (after any credentials' '@').
+  const authority = (text.split('://', 2)[1] ?? '').split(/[/?#]/, 1)[0] ?? '';
+  const hostPort = authority.slice(authority.lastIndexOf('@') + 1);
+  const port = /:(\d+)$/.exec(hostPort)?.[1];
+  if (port !== undefined && Number(port) > 65535) {
+    return `the port ${port} is out of range (1-65535)`;
+  }
+  if (/:[^\d\]]+$/.test(hostPort)) return `${example}: the port is not a number`;
+  return example;
 }
 
 function refuse(settings: RedisSettings, names: readonly (keyof RedisSettings)[], reason: string): void {

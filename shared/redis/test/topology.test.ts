@@ -150,6 +150,25 @@ const refused: readonly [string, Record<string, string>, string, RegExp][] = [
     /expected redis:\/\/ or rediss:\/\/, got http:/,
   ],
   ['not a URL', { REDIS_URL: `${SECRET}@@` }, 'REDIS_URL', /expected a redis:\/\/ or rediss:\/\/ URL/],
+  // Issue #13: what is wrong, in words, and never the password.
+  [
+    'redis// without the colon',
+    { REDIS_URL: `redis//:${SECRET}@localhost` },
+    'REDIS_URL',
+    /":\/\/" is missing after the scheme/,
+  ],
+  [
+    'a URL port out of range',
+    { REDIS_URL: `redis://:${SECRET}@localhost:99999` },
+    'REDIS_URL',
+    /the port 99999 is out of range \(1-65535\)/,
+  ],
+  [
+    'a URL port not a number',
+    { REDIS_URL: `redis://:${SECRET}@localhost:port` },
+    'REDIS_URL',
+    /port is not a number/,
+  ],
   [
     'a port out of range',
     { REDIS_CLUSTER_NODES: 'a:1,b:70000' },

@@ -3,7 +3,7 @@ import type { BrokerContext } from '../context.js';
 import { invalidRequest, notFound } from '../errors.js';
 import type { QueueInfo, SeekTarget } from '../storage.js';
 import { integer, isObject, name, timestamp } from '../validation.js';
-import { consumerGroupEntry, groupPartitions, laggingPartitions } from '../views.js';
+import { consumerGroupEntry, groupPartitions, laggingPartitions, statsHeaders } from '../views.js';
 import { ADMIN, READ_ONLY, READ_WRITE } from './access.js';
 
 /** Every (group, queue) pair, in Queen's order: by group, then queue. */
@@ -32,10 +32,13 @@ export function registerConsumerGroupRoutes(app: FastifyInstance, context: Broke
   const { storage } = context;
 
   // Queen's get_consumer_groups_v4: a bare array, one entry per (group, queue).
-  app.get('/api/v1/consumer-groups', READ_ONLY, async () => {
-    const stats = new Map((await storage.cachedStats()).map((s) => [s.queue, s]));
+  app.get('/api/v1/consumer-groups', READ_ONLY, async (_request, reply) => {
+    const snapshot = await storage.cachedStats();
+    const stats = new Map(snapshot.map((s) => [s.queue, s]));
     const now = Date.now();
-    return (await memberships(context)).map(({ group, queue }) =>
+    const entries = await memberships(context);
+    reply.headers(statsHeaders(snapshot, [...new Set(entries.map(({ queue }) => queue))], now));
+    return entries.map(({ group, queue }) =>
       consumerGroupEntry(
         group,
         queue,

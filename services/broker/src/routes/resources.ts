@@ -1,13 +1,26 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { BrokerContext } from '../context.js';
 import { invalidRequest, notFound } from '../errors.js';
-import type { QueueStats } from '../storage.js';
+import type { QueueInfo, QueueStats } from '../storage.js';
 import { integer, isObject, LIMITS, list, name, optionalName } from '../validation.js';
-import { groupedQueues, newestFirst, queueResource, queueSummary, systemOverview } from '../views.js';
+import {
+  groupedQueues,
+  LIVE_STATS_HEADERS,
+  newestFirst,
+  queueResource,
+  queueSummary,
+  statsHeaders,
+  systemOverview,
+} from '../views.js';
 import { ADMIN, READ_ONLY, READ_WRITE } from './access.js';
 
 async function statsByQueue(context: BrokerContext): Promise<Map<string, QueueStats>> {
   return new Map((await context.storage.cachedStats()).map((stats) => [stats.queue, stats]));
+}
+
+/** The snapshot's freshness headers (views.ts, statsHeaders) for a view of these queues. */
+function withStatsHeaders(reply: FastifyReply, stats: Map<string, QueueStats>, queues: readonly QueueInfo[]) {
+  reply.headers(statsHeaders([...stats.values()], queues, Date.now()));
 }
 
 /** A dead letter's id as both backends write it: a Redis stream id, `<ms>-<sequence>`. */
@@ -41,18 +54,24 @@ export function registerResourceRoutes(app: FastifyInstance, context: BrokerCont
   const { storage, encryption } = context;
 
   // Queen's get_queues_v2: newest queue first.
-  app.get('/api/v1/resources/queues', READ_ONLY, async () => {
+  app.get('/api/v1/resources/queues', READ_ONLY, async (_request, reply) => {
     const stats = await statsByQueue(context);
     const queues = [...(await storage.listQueues())].sort(newestFirst);
+    withStatsHeaders(reply, stats, queues);
     return { queues: queues.map((queue) => queueSummary(queue, stats.get(queue.name), true)) };
   });
 
-  app.get<{ Params: { queue: string } }>('/api/v1/resources/queues/:queue', READ_ONLY, async (request) => {
-    const queueName = name(request.params.queue, 'queue');
-    const queue = await storage.getQueue(queueName);
-    if (!queue) throw notFound(`Queue '${queueName}' not found`);
-    return queueResource(queue, await storage.partitionStates(queue.name));
-  });
+  app.get<{ Params: { queue: string } }>(
+    '/api/v1/resources/queues/:queue',
+    READ_ONLY,
+    async (request, reply) => {
+      const queueName = name(request.params.queue, 'queue');
+      const queue = await storage.getQueue(queueName);
+      if (!queue) throw notFound(`Queue '${queueName}' not found`);
+      reply.headers(LIVE_STATS_HEADERS);
+      return queueResource(queue, await storage.partitionStates(queue.name));
+    },
+  );
 
   app.delete<{ Params: { queue: string } }>('/api/v1/resources/queues/:queue', ADMIN, async (request) => {
     const queue = name(request.params.queue, 'queue');
@@ -63,23 +82,25 @@ export function registerResourceRoutes(app: FastifyInstance, context: BrokerCont
   });
 
   // Queen's get_namespaces_v2 and get_tasks_v2 (a task is counted across namespaces).
-  app.get('/api/v1/resources/namespaces', READ_ONLY, async () => {
-    const entries = groupedQueues(
-      await storage.listQueues(),
-      await statsByQueue(context),
-      (q) => q.namespace,
-    );
+  app.get('/api/v1/resources/namespaces', READ_ONLY, async (_request, reply) => {
+    const [queues, stats] = [await storage.listQueues(), await statsByQueue(context)];
+    withStatsHeaders(reply, stats, queues);
+    const entries = groupedQueues(queues, stats, (q) => q.namespace);
     return { namespaces: entries.map(({ key, ...entry }) => ({ namespace: key, ...entry })) };
   });
 
-  app.get('/api/v1/resources/tasks', READ_ONLY, async () => {
-    const entries = groupedQueues(await storage.listQueues(), await statsByQueue(context), (q) => q.task);
+  app.get('/api/v1/resources/tasks', READ_ONLY, async (_request, reply) => {
+    const [queues, stats] = [await storage.listQueues(), await statsByQueue(context)];
+    withStatsHeaders(reply, stats, queues);
+    const entries = groupedQueues(queues, stats, (q) => q.task);
     return { tasks: entries.map(({ key, ...entry }) => ({ task: key, ...entry })) };
   });
 
-  app.get('/api/v1/resources/overview', READ_ONLY, async () =>
-    systemOverview(await storage.listQueues(), await storage.cachedStats(), Date.now()),
-  );
+  app.get('/api/v1/resources/overview', READ_ONLY, async (_request, reply) => {
+    const [queues, stats, now] = [await storage.listQueues(), await storage.cachedStats(), Date.now()];
+    reply.headers(statsHeaders(stats, queues, now));
+    return systemOverview(queues, stats, now);
+  });
 
   app.get('/api/v1/messages', READ_ONLY, async (request) => {
     const query = request.query as Record<string, unknown>;

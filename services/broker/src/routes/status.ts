@@ -4,7 +4,7 @@ import { invalidRequest, notFound } from '../errors.js';
 import type { Maintenance } from '../maintenance.js';
 import type { QueueInfo } from '../storage.js';
 import { integer, isObject, LIMITS, name, optionalName, timestamp } from '../validation.js';
-import { newestFirst, queueDetail, queueSummary, systemStatus } from '../views.js';
+import { newestFirst, queueDetail, queueSummary, statsHeaders, systemStatus } from '../views.js';
 import { ADMIN, PUBLIC, READ_ONLY } from './access.js';
 
 const HOUR_MS = 3_600_000;
@@ -43,13 +43,15 @@ export function registerStatusRoutes(
 
   // Queen's get_status_v3, plus Herald's `backend` and `parkedLongPolls`. `queue`, `namespace`
   // and `task` filter the queue list, as in Queen; the message counts are system-wide.
-  app.get('/api/v1/status', READ_ONLY, async (request) => {
+  app.get('/api/v1/status', READ_ONLY, async (request, reply) => {
     const query = request.query as Record<string, unknown>;
     const now = Date.now();
     const range = timeRange(query, now, HOUR_MS);
     const queues = (await storage.listQueues()).filter(matches(query, true));
+    const stats = await storage.cachedStats();
+    reply.headers(statsHeaders(stats, queues, now));
     return {
-      ...systemStatus(queues, await storage.cachedStats(), range, now),
+      ...systemStatus(queues, stats, range, now),
       backend: storage.kind,
       uptimeSeconds: Math.round((now - startedAt) / 1000),
       parkedLongPolls: context.longPoll.parkedCount,
@@ -57,12 +59,14 @@ export function registerStatusRoutes(
   });
 
   // Queen's get_status_queues_v2: newest queue first, one page.
-  app.get('/api/v1/status/queues', READ_ONLY, async (request) => {
+  app.get('/api/v1/status/queues', READ_ONLY, async (request, reply) => {
     const query = request.query as Record<string, unknown>;
     const limit = integer(query.limit, 'limit', 100, 1, LIMITS.maxStatusQueues);
     const offset = integer(query.offset, 'offset', 0, 0, LIMITS.maxStatusQueuesOffset);
-    const stats = new Map((await storage.cachedStats()).map((s) => [s.queue, s]));
+    const snapshot = await storage.cachedStats();
+    const stats = new Map(snapshot.map((s) => [s.queue, s]));
     const queues = (await storage.listQueues()).filter(matches(query, false)).sort(newestFirst);
+    reply.headers(statsHeaders(snapshot, queues, Date.now()));
     return {
       queues: queues
         .slice(offset, offset + limit)
