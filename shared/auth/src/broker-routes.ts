@@ -48,7 +48,7 @@ export const BROKER_ROUTE_TABLE: readonly RouteRule[] = [
   // public like /health so Kubernetes probes work with JWT_ENABLED=true. They reveal no data.
   { level: 'public', match: 'exact', path: '/healthz' },
   { level: 'public', match: 'exact', path: '/readyz' },
-  // Not in the seed either: Herald's operations console (static files, issue #13). The API calls
+  // Not in Queen's list either: Herald's operations console (static files, issue #13). The API calls
   // it makes carry the operator's token and take their own routes' levels.
   { level: 'public', match: 'prefix', path: '/console/' },
   // admin
