@@ -6,8 +6,9 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import { ConfigError, parseEnv } from '@herald/config';
 import { RedisCluster, RedisSentinelSet, uniquePrefix } from '@herald/testkit';
-import type { Broker } from '../src/index.js';
+import { type Broker, brokerSpec } from '../src/index.js';
 import { type BrokerClient, client, queueName, startTestBroker } from './helpers.js';
 
 /** WAIT's timeout in these tests: a paused replica is given this long to confirm. */
@@ -26,6 +27,28 @@ const item = (queue: string, transactionId: string) => ({
   partition: 'p',
   transactionId,
   payload: { transactionId },
+});
+
+test('BROKER_MIN_REPLICAS_ACK is refused at boot without Redis, and when not a count', async () => {
+  await assert.rejects(startTestBroker('memory', { BROKER_MIN_REPLICAS_ACK: '1' }), (error: unknown) => {
+    assert.ok(error instanceof ConfigError);
+    assert.equal(error.variable, 'BROKER_MIN_REPLICAS_ACK');
+    return true;
+  });
+  for (const [variable, value] of [
+    ['BROKER_MIN_REPLICAS_ACK', '-1'],
+    ['BROKER_MIN_REPLICAS_ACK', 'one'],
+    ['BROKER_MIN_REPLICAS_ACK_TIMEOUT', '0'],
+  ] as const) {
+    assert.throws(
+      () => parseEnv(brokerSpec, { [variable]: value }),
+      (error: unknown) => {
+        assert.ok(error instanceof ConfigError, `${variable}=${value}`);
+        assert.equal(error.variable, variable);
+        return true;
+      },
+    );
+  }
 });
 
 describe('BROKER_MIN_REPLICAS_ACK on Sentinel', () => {
