@@ -44,6 +44,13 @@ const MARKER_TTL_MS = 60_000;
 
 type PipelineReply = [Error | null, unknown];
 
+/**
+ * Redis Cluster's redirections and refusals: the script did not run on that node. ioredis
+ * follows them for a pipeline only when every command failed alike, which WAIT (run, or refused
+ * by a replica) prevents: such a write is "not done, retry" (503), not a failure of the script.
+ */
+const NOT_RUN = /^(MOVED|ASK|TRYAGAIN|CLUSTERDOWN) /;
+
 /** Runs scripts on one connection, each followed by the replica barrier above. */
 export class ReplicatedWrites {
   /** Standalone and Sentinel: bumped when the connection closes (see the header). */
@@ -98,7 +105,11 @@ export class ReplicatedWrites {
       .exec()) as PipelineReply[] | null;
     const [script, marker, wait] = replies ?? [];
     if (!script || !marker || !wait) throw new Error('replicated write: the pipeline answered no replies');
-    if (script[0]) throw script[0];
+    if (script[0]) {
+      throw NOT_RUN.test(script[0].message)
+        ? new RedisUnavailableError('not-serving', script[0].message, { cause: script[0] })
+        : script[0];
+    }
     if (marker[0]) throw marker[0];
     if (wait[0]) throw wait[0];
     if (this.connectionEpoch !== epoch) {
