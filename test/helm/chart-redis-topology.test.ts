@@ -69,6 +69,14 @@ test('sentinel: sentinels and master name as values, both passwords from the exi
       },
     } as Record<string, EnvVar>);
   }
+  const broker = envOf(find(objects, 'Deployment', componentName('broker')));
+  assert.deepEqual(
+    [broker.get('BROKER_MIN_REPLICAS_ACK')?.value, broker.get('BROKER_MIN_REPLICAS_ACK_TIMEOUT')?.value],
+    ['1', '500ms'],
+    'broker.minReplicasAck and its timeout render as the broker variables',
+  );
+  const hub = envOf(find(objects, 'Deployment', componentName('hub')));
+  assert.equal(hub.has('BROKER_MIN_REPLICAS_ACK'), false);
 });
 
 test('cluster: seed nodes, user and TLS as values, the password in the chart-made Secret', () => {

@@ -25,6 +25,13 @@ export const brokerSpec = {
    * rule is tested on standalone Redis; always in force on Cluster.
    */
   BROKER_REDIS_ONE_SLOT: boolean({ default: false }),
+  /**
+   * Replicas that must hold a state-changing request's write before it is answered (Redis
+   * `WAIT`; docs/broker.md, "Replica acknowledgement"). 0: answer once the primary applied it.
+   */
+  BROKER_MIN_REPLICAS_ACK: integer({ default: 0, min: 0, max: 100 }),
+  /** How long such a request waits for them before answering 503 (the write stays applied). */
+  BROKER_MIN_REPLICAS_ACK_TIMEOUT: duration({ default: 1000, min: 1 }),
   DEFAULT_BATCH_SIZE: integer({ default: 1, min: 1, max: 10_000 }),
   /** Long-poll timeout (ms) when a pop asks `wait=true` without `timeout`. */
   DEFAULT_TIMEOUT: duration({ default: 30_000 }),

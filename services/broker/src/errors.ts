@@ -67,6 +67,19 @@ export function asStorageUnavailable(error: unknown): BrokerError | undefined {
 }
 
 /**
+ * BROKER_MIN_REPLICAS_ACK: the write was applied on the Redis primary, but fewer replicas than
+ * required confirmed it within the timeout (docs/broker.md, "Replica acknowledgement"). It may or
+ * may not survive a failover; a retry is safe (push dedups by transactionId, acks repeat).
+ */
+export const replicationTimeout = (acknowledged: number, required: number, timeoutMs: number) =>
+  new BrokerError(
+    'HERALD_BROKER_REPLICATION_TIMEOUT',
+    503,
+    `Written on the Redis primary, but ${acknowledged} of the ${required} required replicas confirmed it within ${timeoutMs} ms: it may not survive a failover; retrying is safe`,
+    { expose: true },
+  );
+
+/**
  * The queue has had encryptionEnabled turned on since this node last read the option, and the
  * push carried clear payloads: nothing was stored (encryption.ts re-reads the option and retries).
  */

@@ -1,4 +1,5 @@
 import type { AddressInfo } from 'node:net';
+import { ConfigError } from '@herald/config';
 import { createServerKit } from '@herald/http';
 import { createMetrics } from '@herald/metrics';
 import { redisTopologyFrom } from '@herald/redis';
@@ -53,6 +54,12 @@ export interface StartOptions {
 export async function startBroker(config: BrokerConfig, options: StartOptions = {}): Promise<Broker> {
   // Throws a ConfigError naming the variable when the Redis variables do not make one topology.
   const redisTopology = redisTopologyFrom(config);
+  if (!redisTopology && config.BROKER_MIN_REPLICAS_ACK > 0) {
+    throw new ConfigError(
+      'BROKER_MIN_REPLICAS_ACK',
+      'needs Redis replicas (REDIS_SENTINELS or REDIS_CLUSTER_NODES, or REDIS_URL of a primary with replicas); the in-process backend has none',
+    );
+  }
   const metrics = createMetrics({ defaultLabels: { service: 'broker' } });
   let storage: BrokerStorage | undefined;
   const brokerMetrics = createBrokerMetrics(metrics, () => storage, config.BROKER_METRICS_MAX_QUEUES);
@@ -83,6 +90,10 @@ export async function startBroker(config: BrokerConfig, options: StartOptions = 
       prefix: config.BROKER_KEY_PREFIX,
       slotGroup: config.BROKER_REDIS_SLOT_GROUP,
       oneSlot: config.BROKER_REDIS_ONE_SLOT,
+      replicaAck: {
+        replicas: config.BROKER_MIN_REPLICAS_ACK,
+        timeoutMs: config.BROKER_MIN_REPLICAS_ACK_TIMEOUT,
+      },
       commandDuration: metrics.redisCommandDuration,
       log: app.log,
     });

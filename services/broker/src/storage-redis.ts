@@ -38,6 +38,7 @@ import { pop, release } from './redis/pop.js';
 import { push } from './redis/push.js';
 import { configure, deleteQueue, getQueue, listQueues } from './redis/queues.js';
 import { RedisRegistry } from './redis/registry.js';
+import { MARKER_SUFFIX, type ReplicaAck, ReplicatedWrites } from './redis/replication.js';
 import { applyRetention, RETENTION_RUN_BUDGET_MS } from './redis/retention.js';
 import { cachedStats, partitionStates, refreshStats } from './redis/stats.js';
 import { RedisTraces } from './redis/traces.js';
@@ -92,9 +93,36 @@ export interface RedisStorageOptions {
    * Redis Cluster; tests turn it on for standalone so the rule is checked there too.
    */
   readonly oneSlot?: boolean;
+  /**
+   * BROKER_MIN_REPLICAS_ACK and its timeout: state-changing requests answer once this many
+   * replicas hold their write (docs/broker.md, "Replica acknowledgement"); 0 or unset: off.
+   */
+  readonly replicaAck?: ReplicaAck;
 }
 
 export type SlotGroup = 'queue' | 'namespace';
+
+/**
+ * The scripts of requests whose answer a client relies on (push, ack, transaction, configure,
+ * the admin changes, lease extension, streams): with BROKER_MIN_REPLICAS_ACK they answer after
+ * the replica barrier. Pop and release are not among them: a lease lost in a failover makes the
+ * message deliverable again, as a lease expiry would; nor the maintenance scripts (sweep,
+ * retention, stats), which the next run repeats.
+ */
+const REPLICATED_SCRIPTS = new Set([
+  'push',
+  'ack',
+  'transaction',
+  'configure',
+  'deleteQueue',
+  'deleteMessage',
+  'deleteGroup',
+  'seek',
+  'requeueDlq',
+  'extendLease',
+  'streams-register',
+  'streams-cycle',
+]);
 
 /** Scripts taking one key per queue they touch: their file name gives the least number. */
 const KEYS_PER_QUEUE = new Set(['transaction']);
@@ -109,6 +137,13 @@ export class RedisStorage implements BrokerStorage {
   readonly kind = 'redis';
   private readonly redis: RedisClient;
   private readonly subscriber: RedisClient;
+  /**
+   * With BROKER_MIN_REPLICAS_ACK: the connection of the REPLICATED_SCRIPTS, each followed by WAIT
+   * on it. Its own, because WAIT blocks the connection it runs on until the replicas answer:
+   * pops and reads keep theirs.
+   */
+  private readonly replicatedWrites: ReplicatedWrites | undefined;
+  private readonly writer: RedisClient | undefined;
   private readonly oneSlot: boolean;
   private readonly scripts: ScriptSet;
   private readonly prefix: string;
@@ -133,11 +168,23 @@ export class RedisStorage implements BrokerStorage {
       commandTimeout: COMMAND_TIMEOUT_MS,
     });
     if (options.commandDuration) instrumentRedis(this.redis, options.commandDuration);
+    const replicaAck = options.replicaAck;
+    if (replicaAck && replicaAck.replicas > 0) {
+      // A write waits for its replicas on top of its own deadline (docs/broker.md, "Outages").
+      this.writer = createRedis({
+        topology,
+        connectionName: 'herald-broker-writer',
+        commandTimeout: COMMAND_TIMEOUT_MS + replicaAck.timeoutMs,
+      });
+      if (options.commandDuration) instrumentRedis(this.writer, options.commandDuration);
+      this.replicatedWrites = new ReplicatedWrites(this.writer, replicaAck);
+    }
     this.subscriber = createRedis({ topology, connectionName: 'herald-broker-notify', forSubscriber: true });
     // Outages surface through /readyz, 503s and two log lines; an unhandled 'error' event would crash.
     const outages = new OutageLog(options.log, describeTopology(topology));
     outages.watch(this.redis, 'herald-broker');
     outages.watch(this.subscriber, 'herald-broker-notify');
+    if (this.writer) outages.watch(this.writer, 'herald-broker-writer');
     this.scripts = options.scripts ?? loadBrokerScripts();
     this.traces = new RedisTraces(this.redis, (...parts) => this.key(...parts));
     this.registry = new RedisRegistry(this.redis, (...parts) => this.key(...parts));
@@ -219,6 +266,11 @@ export class RedisStorage implements BrokerStorage {
       KEYS_PER_QUEUE.has(name) && keys.length > script.numberOfKeys
         ? { ...script, numberOfKeys: keys.length }
         : script;
+    if (this.replicatedWrites && REPLICATED_SCRIPTS.has(name)) {
+      // The marker shares the first key's hash tag (the streams scripts declare none: not on Cluster).
+      const marker = `${keys[0] ?? this.key('')}${MARKER_SUFFIX}`;
+      return this.replicatedWrites.run<T>(declared, keys, args, marker);
+    }
     return runScript<T>(this.redis, declared, keys, args);
   }
 
@@ -240,7 +292,9 @@ export class RedisStorage implements BrokerStorage {
     // Bounded even with Redis down (close.ts): QUIT only on a live connection.
     this.registry.stop();
     this.queueSubscriptions?.close();
-    await Promise.all([closeRedis(this.redis), closeRedis(this.subscriber)]);
+    await Promise.all(
+      [this.redis, this.subscriber, this.writer].map((client) => (client ? closeRedis(client) : undefined)),
+    );
   }
 
   configure(

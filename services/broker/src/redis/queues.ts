@@ -1,6 +1,6 @@
 /*
- * Queues on the Redis backend: configure (the `cfg` hash, plain commands), listing, lookup and
- * lua/deleteQueue-1.lua.
+ * Queues on the Redis backend: configure (the `cfg` hash, lua/configure-1.lua), listing, lookup
+ * and lua/deleteQueue-1.lua.
  */
 import { namespaceAndTask } from '../identifiers.js';
 import { DEFAULT_QUEUE_OPTIONS, type QueueInfo, type QueueOptions } from '../storage.js';
@@ -26,11 +26,7 @@ export async function configure(
   const base = backend.base(queue);
   const fields: string[] = ['namespace', names.namespace, 'task', names.task];
   for (const [name, value] of Object.entries(options)) fields.push(name, String(value));
-  await backend.redis
-    .multi()
-    .hsetnx(`${base}cfg`, 'createdAt', String(Date.now()))
-    .hset(`${base}cfg`, ...fields)
-    .exec();
+  await backend.run('configure', [base], [Date.now(), ...fields]);
   await scheduleAllPartitions(backend.redis, base);
   await backend.registry.register(queue, []);
   return (await getQueue(backend, queue)) as QueueInfo;
