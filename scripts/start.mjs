@@ -38,6 +38,8 @@ const nodes = [
       MERCURE_PUBLISHER_JWT_KEY: devSecret,
       MERCURE_SUBSCRIBER_JWT_KEY: devSecret,
       MERCURE_SUBSCRIPTIONS: '1',
+      // The console (served by the broker) reads the hub's subscriptions and tails it over SSE.
+      MERCURE_CORS_ORIGINS: `http://127.0.0.1:${brokerPort},http://localhost:${brokerPort}`,
     },
   },
   {
