@@ -71,7 +71,7 @@ test('the hub quick start in docs/hub.md: the subscriber receives the update pub
     assert.equal(code, 0, `the quick start failed:\n${stdout}\n${stderr}`);
     while (!stdout.includes('data: {"title":"Dune"}')) await once(child.stdout, 'data');
     // The publish answered the update's id, and the subscriber got that very id.
-    const id = /^id: (urn:uuid:[0-9a-f-]+)$/m.exec(stdout)?.[1];
+    const id = /id: (urn:uuid:[0-9a-f-]+)$/m.exec(stdout)?.[1];
     assert.ok(id, `the subscriber printed no event id:\n${stdout}`);
     assert.equal(stdout.split(id).length - 1, 2, `the publish did not answer ${id}:\n${stdout}`);
   } finally {
