@@ -38,7 +38,6 @@ export interface Broker {
   readonly storage: BrokerStorage;
   /** Graceful stop: parked pops answer, in-flight requests finish, connections close. */
   close(): Promise<void>;
-  exitOnSignals(): void;
 }
 
 export interface StartOptions {
@@ -48,6 +47,11 @@ export interface StartOptions {
   readonly onRoute?: (route: RouteOptions) => void;
   /** Where the console's built files are (default: services/console/dist). */
   readonly consoleRoot?: string;
+  /**
+   * SIGTERM/SIGINT shut the node down and exit the process (main.ts). Installed before the
+   * listener opens, so a signal that comes right after "listening" is never the default kill.
+   */
+  readonly exitOnSignals?: boolean;
 }
 
 /** Starts one broker node: storage, maintenance, HTTP listener. */
@@ -160,6 +164,7 @@ export async function startBroker(config: BrokerConfig, options: StartOptions = 
     await activeStorage.close();
   });
 
+  if (options.exitOnSignals) kit.exitOnSignals();
   const address = await kit.listen();
   const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
   const scheme = config.TLS_CERT_FILE ? 'https' : 'http';
@@ -169,6 +174,5 @@ export async function startBroker(config: BrokerConfig, options: StartOptions = 
     url: `${scheme}://${host === '0.0.0.0' || host === '[::]' ? '127.0.0.1' : host}:${address.port}`,
     storage: activeStorage,
     close: () => kit.shutdown('close'),
-    exitOnSignals: () => kit.exitOnSignals(),
   };
 }

@@ -22,7 +22,7 @@ if (authProblem) {
 }
 let broker: Awaited<ReturnType<typeof startBroker>>;
 try {
-  broker = await startBroker(config);
+  broker = await startBroker(config, { exitOnSignals: true });
 } catch (error) {
   if (isConfigError(error)) exitOnConfigError(error);
   // A port in use, an unreadable TLS file…: one line, no stack (LOG_LEVEL=debug shows it).
@@ -30,6 +30,5 @@ try {
   if (config.LOG_LEVEL === 'debug' || config.LOG_LEVEL === 'trace') console.error(error);
   process.exit(1);
 }
-broker.exitOnSignals();
 exitWithParent();
 announceListening('broker', broker.address);
