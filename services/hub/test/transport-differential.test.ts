@@ -56,7 +56,7 @@ const OPERATIONS_PER_SEED = 80;
 /** Seeds with an age bound are shorter: their steps between expiries must stay within the bound. */
 const OPERATIONS_PER_AGED_SEED = 24;
 /**
- * The age bound of the seeded runs that have one: far above what their steps take between expiries, even
+ * The age bound of the generated runs that have one: far above what their steps take between expiries, even
  * on a loaded machine (checked at every step: see `checkNothingAged`).
  */
 const HISTORY_TTL = 2500;
@@ -112,7 +112,7 @@ function generate(seed: number): Sequence {
   const pick = <T>(values: readonly T[]): T => values[Math.floor(random() * values.length)] as T;
   const drawnSize = 1 + Math.floor(random() * 8);
   const historySize = partitions > 1 ? PARTITIONED_HISTORY_SIZE : drawnSize;
-  // A third of the seeded runs bound the age too; the others have no age bound.
+  // A third of the generated runs bound the age too; the others have no age bound.
   const historyTtl = seed % 3 === 0 ? HISTORY_TTL : 0;
   // Few ids, so repeats (entry still in history) and reuse after a trim both happen often.
   const ids = Array.from({ length: drawnSize + 3 }, (_, index) => `urn:diff:${seed}:${index}`);

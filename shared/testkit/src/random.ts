@@ -1,6 +1,6 @@
 /**
  * mulberry32: a small seeded pseudo-random source for property and differential tests, so a
- * failure can be replayed from the seed the test prints. Numbers in [0, 1).
+ * failure can be replayed from the PRNG seed number the test prints. Numbers in [0, 1).
  */
 export function seededRandom(seed: number): () => number {
   let state = seed >>> 0;

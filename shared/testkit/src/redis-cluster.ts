@@ -157,7 +157,7 @@ export class RedisCluster {
     });
   }
 
-  /** Every node as `127.0.0.1:<port>`, killed ones included: the seed list (REDIS_CLUSTER_NODES). */
+  /** Every node as `127.0.0.1:<port>`, killed ones included: the start-up node list (REDIS_CLUSTER_NODES). */
   get nodes(): string[] {
     return [...this.processes.keys()].map((port) => `127.0.0.1:${port}`);
   }
