@@ -253,10 +253,12 @@ export function startRedisMaintenance(options: {
     async close() {
       closed = true;
       clearInterval(checkTimer);
-      // Redis down: do not wait for a running job (it waits on Redis too) and bound every
-      // step; BullMQ's own connections (the worker's blocking duplicate) are cut after.
-      const connected = connections.every((connection) => connection.status === 'ready');
-      await settleWithin(worker.close(!connected));
+      // A forced close: a running job is not waited for. Waiting could last forever (on Cluster
+      // after a failover a job was seen never to settle, and the worker's lock-renewal timer then
+      // kept the process alive after shutdown); every job is an idempotent sweep, and one cut
+      // short runs again (its lock expires, another node's worker takes it). Every step is
+      // bounded; BullMQ's own connections (the worker's blocking duplicate) are cut after.
+      await settleWithin(worker.close(true));
       await settleWithin(queue.close());
       await Promise.all([
         settleWithin(worker.disconnect()),
