@@ -79,22 +79,24 @@ function connect(options: RedisOptions): RedisClient {
     case 'standalone':
       return new Redis(topology.url, common);
     case 'sentinel':
-      return new Redis({
-        ...common,
-        sentinels: topology.sentinels.map(({ host, port }): Partial<SentinelAddress> => ({ host, port })),
-        name: topology.masterName,
-        role: 'master',
-        ...(topology.sentinelUsername !== undefined ? { sentinelUsername: topology.sentinelUsername } : {}),
-        ...(topology.sentinelPassword !== undefined ? { sentinelPassword: topology.sentinelPassword } : {}),
-        ...(topology.username !== undefined ? { username: topology.username } : {}),
-        ...(topology.password !== undefined ? { password: topology.password } : {}),
-        // Sentinels are asked again on every reconnect, forever (a failover takes seconds).
-        sentinelRetryStrategy: reconnectDelay,
-        // Subscribes to the sentinels' +switch-master: a failover is followed at once, not
-        // when the old primary's socket finally errors.
-        failoverDetector: true,
-        ...(topology.tls ? { tls: {}, sentinelTLS: {}, enableTLSForSentinelMode: true } : {}),
-      });
+      return restartWhenEndedUnasked(
+        new Redis({
+          ...common,
+          sentinels: topology.sentinels.map(({ host, port }): Partial<SentinelAddress> => ({ host, port })),
+          name: topology.masterName,
+          role: 'master',
+          ...(topology.sentinelUsername !== undefined ? { sentinelUsername: topology.sentinelUsername } : {}),
+          ...(topology.sentinelPassword !== undefined ? { sentinelPassword: topology.sentinelPassword } : {}),
+          ...(topology.username !== undefined ? { username: topology.username } : {}),
+          ...(topology.password !== undefined ? { password: topology.password } : {}),
+          // Sentinels are asked again on every reconnect, forever (a failover takes seconds).
+          sentinelRetryStrategy: reconnectDelay,
+          // Subscribes to the sentinels' +switch-master: a failover is followed at once, not
+          // when the old primary's socket finally errors.
+          failoverDetector: true,
+          ...(topology.tls ? { tls: {}, sentinelTLS: {}, enableTLSForSentinelMode: true } : {}),
+        }),
+      );
     case 'cluster': {
       const clusterOptions: ClusterOptions = {
         redisOptions: {
@@ -128,4 +130,40 @@ function connect(options: RedisOptions): RedisClient {
       );
     }
   }
+}
+
+/** Delay before a client that ended unasked is started again. */
+const RESTART_DELAY_MS = 100;
+
+/**
+ * ioredis 5 can end a Sentinel client for good in a failover: its failover detector, on the
+ * sentinels' +switch-master, calls the connector's `disconnect()`, which clears its "connecting"
+ * flag; a reconnect that is at that moment waiting for a sentinel's answer then fails with
+ * "Connection is closed" and the client goes to status `end`, never to reconnect (seen in the
+ * broker failover test; shared/redis/test/sentinel.test.ts reproduces it). Our reconnect
+ * strategy never gives up, so a client that ends without being closed is started again. Its
+ * duplicates (BullMQ's blocking connection) get the same guard.
+ */
+function restartWhenEndedUnasked(client: Redis): Redis {
+  let closing = false;
+  const disconnect = client.disconnect.bind(client);
+  client.disconnect = (reconnect = false) => {
+    if (!reconnect) closing = true;
+    disconnect(reconnect);
+  };
+  const quit = client.quit.bind(client);
+  client.quit = ((...args: Parameters<Redis['quit']>) => {
+    closing = true;
+    return quit(...args);
+  }) as Redis['quit'];
+  const duplicate = client.duplicate.bind(client);
+  client.duplicate = (override) => restartWhenEndedUnasked(duplicate(override));
+  client.on('end', () => {
+    if (closing) return;
+    setTimeout(() => {
+      // connect() reports its failure as an 'error' event too, and retries by itself after.
+      if (!closing && client.status === 'end') client.connect().catch(() => undefined);
+    }, RESTART_DELAY_MS);
+  });
+  return client;
 }

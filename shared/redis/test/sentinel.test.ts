@@ -5,6 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
+import { setTimeout as delay } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { RedisSentinelSet, waitFor } from '@herald/testkit';
 import type { Redis } from 'ioredis';
@@ -82,6 +83,39 @@ test('a command to a paused primary is refused by its deadline', async () => {
   } finally {
     await set.kill(primary, 'SIGCONT');
   }
+});
+
+test('a failover announced while the client is reconnecting does not end the client', async () => {
+  // ioredis' failover detector (+switch-master) clears the connector's "connecting" flag; a
+  // reconnect then waiting on a sentinel's answer fails with "Connection is closed" and ioredis
+  // ends the client for good. The client asks the first sentinel of the list first: paused, it
+  // holds the reconnect in that wait while the two others fail over and announce it.
+  const client = connect({ commandTimeout: 500 });
+  await client.set('reconnecting', 'before');
+  const [asked, witness] = set.sentinels.map((address) => Number(address.split(':')[1])) as [number, number];
+  const killed = await set.primary();
+  await set.signalSentinel(asked, 'SIGSTOP');
+  try {
+    await set.kill(killed);
+    await waitFor(async () => (await set.primaryAccordingTo(witness)) !== killed, {
+      timeoutMs: 30_000,
+      intervalMs: 100,
+      what: 'the failover, seen by a sentinel that answers',
+    });
+    // The announcement reaches the client's detector on the sentinels that answer.
+    await delay(500);
+  } finally {
+    await set.signalSentinel(asked, 'SIGCONT');
+  }
+  await waitFor(() => client.set('reconnecting', 'after').then(() => true), {
+    timeoutMs: 20_000,
+    intervalMs: 200,
+    what: 'a write through the client after the failover',
+  });
+  assert.equal(client.status, 'ready');
+  // Back to a primary with two replicas for the next test.
+  await set.restart(killed);
+  await set.waitHealthy();
 });
 
 test('kill -9 of the primary: the client and the subscriber follow the promoted replica', async () => {

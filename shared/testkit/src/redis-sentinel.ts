@@ -110,7 +110,8 @@ export class RedisSentinelSet {
     return [...this.sentinelProcesses].filter(([, sentinel]) => sentinel.running).map(([port]) => port);
   }
 
-  private async primaryAccordingTo(sentinelPort: number): Promise<number> {
+  /** Port of the primary as the sentinel on `sentinelPort` names it. */
+  async primaryAccordingTo(sentinelPort: number): Promise<number> {
     const reply = await redisCli(sentinelPort, 'sentinel', 'get-master-addr-by-name', this.masterName);
     const port = Number(reply.trim().split('\n')[1]);
     if (!Number.isInteger(port) || port <= 0) throw new Error(`unexpected reply ${JSON.stringify(reply)}`);
@@ -135,6 +136,13 @@ export class RedisSentinelSet {
     const server = this.servers.get(port);
     if (!server) throw new Error(`port ${port} is not a server of this set`);
     await server.kill(signal);
+  }
+
+  /** Sends `signal` to a sentinel, by its port (SIGSTOP/SIGCONT: a sentinel that stops answering). */
+  async signalSentinel(port: number, signal: NodeJS.Signals): Promise<void> {
+    const sentinel = this.sentinelProcesses.get(port);
+    if (!sentinel) throw new Error(`port ${port} is not a sentinel of this set`);
+    await sentinel.kill(signal);
   }
 
   /** kill -9 of the current primary; returns its port. */
