@@ -57,6 +57,8 @@ class Deployment {
   readonly acknowledged = new Map<string, Acknowledged>();
   readonly delivered = new Set<string>();
   refusals = 0;
+  /** The last refused attempt's status and error code, for a failure message. */
+  lastRefusal = '';
   private producing = true;
   private consuming = true;
   private readonly loops: Promise<void>[] = [];
@@ -112,6 +114,9 @@ class Deployment {
           break;
         }
         this.refusals++;
+        this.lastRefusal = answer
+          ? `${answer.status} ${JSON.stringify(answer.body).slice(0, 300)}`
+          : 'no answer';
         await delay(50);
       }
       await delay(PUSH_PACE_MS);
@@ -187,6 +192,23 @@ class Deployment {
   }
 }
 
+/** One line per server: port, role, connected replicas or link to its primary. */
+async function replicationOf(ports: number[]): Promise<string> {
+  const lines = await Promise.all(
+    ports.map(async (port) => {
+      const info = await run('redis-cli', ['-p', String(port), 'info', 'replication']).then(
+        ({ stdout }) => stdout,
+        () => 'down',
+      );
+      const fields = info
+        .split(/\r?\n/)
+        .filter((line) => /^(role|connected_slaves|master_port|master_link_status|slave\d+):/.test(line));
+      return `${port} ${fields.join(' ') || 'down'}`;
+    }),
+  );
+  return lines.join('; ');
+}
+
 /** The primary on `port` closes its replicas' links: what it writes next reaches none of them. */
 async function disconnectReplicas(port: number): Promise<void> {
   await run('redis-cli', ['-p', String(port), 'client', 'kill', 'type', 'replica']);
@@ -200,6 +222,8 @@ interface Harness {
    * serves the queue's slot.
    */
   failover(queue: string, whilePaused: () => Promise<void>, onKilled: () => void): Promise<void>;
+  /** Each live server's replication role and links, for a failure message. */
+  replication(): Promise<string>;
   stop(): Promise<void>;
 }
 
@@ -219,6 +243,7 @@ const TOPOLOGIES: Record<string, () => Promise<Harness>> = {
         for (const port of replicas) await set.kill(port, 'SIGCONT');
         await set.waitForFailover(old);
       },
+      replication: () => replicationOf(set.serverPorts),
       stop: () => set.stop(),
     };
   },
@@ -244,6 +269,7 @@ const TOPOLOGIES: Record<string, () => Promise<Harness>> = {
         // until then BROKER_MIN_REPLICAS_ACK=1 refuses that slot's writes (503, retried).
         await cluster.restart(old);
       },
+      replication: async () => replicationOf((await cluster.topology()).map((node) => node.port)),
       stop: () => cluster.stop(),
     };
   },
@@ -289,13 +315,24 @@ for (const [topology, start] of Object.entries(TOPOLOGIES)) {
         },
       );
       phase = 'failed-over';
+      const progress = () =>
+        deployments
+          .map(
+            (deployment) =>
+              `${deployment.label}: ${deployment.acknowledgedIn('failed-over')} acknowledged after, last refusal ${deployment.lastRefusal || 'none'}`,
+          )
+          .join('; ');
       await waitFor(
         async () => deployments.every((deployment) => deployment.acknowledgedIn('failed-over') >= 50),
         {
-          timeoutMs: 15_000,
+          // Sentinel reconfigures the other replica after the promotion: on a loaded machine
+          // that took more than 15 s before N=1 writes were accepted again.
+          timeoutMs: 40_000,
           what: 'pushes acknowledged after the failover',
         },
-      );
+      ).catch(async (error: Error) => {
+        throw new Error(`${error.message} (${progress()}; replication: ${await harness?.replication()})`);
+      });
       for (const deployment of deployments) await deployment.stopProducing();
 
       const lostWaiting = await waiting.drain();
