@@ -79,8 +79,20 @@ class Deployment {
     const shared = { ...environment, BROKER_KEY_PREFIX: uniquePrefix(`failover-${label}`) };
     const nodes = [await startTestBroker('redis', shared), await startTestBroker('redis', shared)];
     const deployment = new Deployment(label, nodes, queue, phase);
-    const [first] = deployment.clients();
-    assert.equal((await first?.configure(queue, { leaseTime: LEASE_SECONDS }))?.status, 200);
+    const [first] = deployment.clients() as [BrokerClient];
+    try {
+      // 503 is "not done, retry" (a loaded machine: the replicas' WAIT ran out at start).
+      let status = 503;
+      for (let attempt = 0; status === 503 && attempt < 20; attempt++) {
+        if (attempt > 0) await delay(250);
+        status = (await first.configure(queue, { leaseTime: LEASE_SECONDS })).status;
+      }
+      assert.equal(status, 200, 'configure the queue');
+    } catch (error) {
+      // A node left open would keep the test process alive after the failure.
+      await Promise.all(nodes.map((node) => node.close()));
+      throw error;
+    }
     return deployment;
   }
 
