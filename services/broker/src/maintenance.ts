@@ -84,6 +84,9 @@ function runner(storage: BrokerStorage, metrics: BrokerMetrics): Record<JobName,
  * BullMQ's complaints about jobs whose keys vanished with an outage (a Redis that came back
  * empty, a lock that expired while it was away): the next scheduled run does the work.
  */
+/** Redis's refusals for lack of rights (ACL): NOPERM, or no (valid) authentication. */
+const ACL_REFUSAL = /^(NOPERM|NOAUTH|WRONGPASS)\b/;
+
 const BULL_AFTER_OUTAGE = /Missing key for job|Missing lock for job|could not renew lock/i;
 
 /**
@@ -150,7 +153,23 @@ export function startRedisMaintenance(options: {
   worker.on('failed', (job, error) => {
     if (!outageEcho(error)) log.warn({ err: loggableError(error), job: job?.name }, 'maintenance job failed');
   });
-  worker.on('error', onError('worker'));
+  // A refusal by Redis's ACL (the user lacks a command or key) is no outage and does not pass:
+  // BullMQ's worker retries it without pause, a busy loop that starves the node and floods the
+  // log. The worker is paused, once, with one warning; the scheduler check (every
+  // SCHEDULER_CHECK_MS) resumes it when Redis accepts the commands again. Readiness reports it.
+  let refusedByAcl = false;
+  let closed = false;
+  const logWorkerError = onError('worker');
+  worker.on('error', (error) => {
+    if (!ACL_REFUSAL.test(error.message)) return logWorkerError(error);
+    if (refusedByAcl || closed) return;
+    refusedByAcl = true;
+    log.warn(
+      { err: loggableError(error) },
+      'maintenance paused: Redis refuses its commands (ACL); check the permissions of the Redis user',
+    );
+    void worker.pause(true).catch(() => undefined);
+  });
   // Without a listener BullMQ prints a queue's connection errors to stderr (Redis outages).
   queue.on('error', onError('queue'));
 
@@ -162,7 +181,6 @@ export function startRedisMaintenance(options: {
   /** Why the last scheduler check failed; undefined once it succeeded. */
   let establishProblem: string | undefined = 'job schedulers not created yet';
   let establishing: Promise<void> | undefined;
-  let closed = false;
   /** Creates the schedulers that are missing (upserting an existing one would move its next run). */
   const establish = (): Promise<void> => {
     establishing ??= (async () => {
@@ -182,6 +200,11 @@ export function startRedisMaintenance(options: {
           log.warn({ jobs: missing }, 'maintenance: job schedulers were missing (Redis emptied?): recreated');
         }
         establishProblem = undefined;
+        if (refusedByAcl && !closed) {
+          refusedByAcl = false;
+          worker.resume();
+          log.info('maintenance resumed: Redis accepts its commands again');
+        }
       } catch (error) {
         establishProblem = `cannot create job schedulers: ${(error as Error).message}`;
         if (!isConnectionError(error) && !closed) {

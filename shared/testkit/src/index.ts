@@ -19,4 +19,5 @@ export {
   testRedisUrl,
   testTopology,
 } from './test-redis.js';
+export { createTestCertificates, type TestCertificates } from './tls.js';
 export { waitFor } from './wait.js';

@@ -11,6 +11,11 @@ export interface RedisServerOptions {
   /** Durable mode for fault tests: `appendonly yes` with `appendfsync always`. */
   readonly appendOnly?: boolean;
   readonly port?: number;
+  /**
+   * More `redis-server` arguments (TLS ports and files, ACL users). The harness checks the
+   * server on its plain port with an unauthenticated PING: keep that allowed to `default`.
+   */
+  readonly extraArguments?: readonly string[];
 }
 
 /**
@@ -52,6 +57,7 @@ export class RedisServer {
       this.directory,
       '--logfile',
       join(this.directory, 'log'),
+      ...(this.options.extraArguments ?? []),
     ]);
     await this.process.launch();
   }

@@ -1,0 +1,178 @@
+/*
+ * Both services on a Redis that takes TLS and an ACL user only (issue #12: "with TLS and auth"):
+ * `rediss://user:password@host:port` with the server's CA trusted through NODE_EXTRA_CA_CERTS
+ * reaches it; a wrong password, no user, or a certificate the node does not trust leaves the
+ * node not ready (answering /readyz, logging a few lines), and its output never carries the
+ * password.
+ *
+ * The server: a TLS port (client certificates not required), an ACL user `app` with every
+ * right, and `default` allowed PING and SHUTDOWN only (the harness's checks on the plain port).
+ */
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { after, before, test } from 'node:test';
+import { setTimeout as delay } from 'node:timers/promises';
+import {
+  createTestCertificates,
+  freePort,
+  RedisServer,
+  type TestCertificates,
+  uniquePrefix,
+  waitFor,
+} from '@herald/testkit';
+import { MAIN as BROKER_MAIN, BrokerNode, call } from '../broker/nodes.js';
+import { HUB_MAIN, publishOk, spawnHub } from '../hub/support.js';
+
+const USER = 'app';
+const PASSWORD = 'tls-acl-password-never-printed';
+
+let certificates: TestCertificates;
+let server: RedisServer;
+let tlsPort: number;
+
+before(async () => {
+  certificates = createTestCertificates();
+  tlsPort = await freePort();
+  server = await RedisServer.start({
+    extraArguments: [
+      '--tls-port',
+      String(tlsPort),
+      '--tls-cert-file',
+      certificates.certFile,
+      '--tls-key-file',
+      certificates.keyFile,
+      '--tls-ca-cert-file',
+      certificates.caFile,
+      '--tls-auth-clients',
+      'no',
+      '--user',
+      'default',
+      'on',
+      'nopass',
+      'resetchannels',
+      '-@all',
+      '+ping',
+      '+shutdown',
+      '--user',
+      USER,
+      'on',
+      `>${PASSWORD}`,
+      '~*',
+      '&*',
+      '+@all',
+    ],
+  });
+});
+after(async () => {
+  await server?.destroy();
+});
+
+function redisUrl(credentials = `${USER}:${PASSWORD}`): string {
+  return `rediss://${credentials ? `${credentials}@` : ''}localhost:${tlsPort}`;
+}
+
+const trusted = () => ({ NODE_EXTRA_CA_CERTS: certificates.caFile });
+
+test('the broker on rediss:// with an ACL user: ready, push and pop go through', async () => {
+  const node = await BrokerNode.start({
+    ...trusted(),
+    REDIS_URL: redisUrl(),
+    BROKER_KEY_PREFIX: uniquePrefix('tls'),
+  });
+  try {
+    const pushed = await call(node.url, 'POST', '/api/v1/push', {
+      items: [{ queue: 'tls.q', partition: 'p', payload: { n: 1 } }],
+    });
+    assert.equal(pushed.status, 201);
+    const popped = await call<{ messages: { data: unknown }[] }>(
+      node.url,
+      'GET',
+      '/api/v1/pop/queue/tls.q?batch=1',
+    );
+    assert.equal(popped.status, 200);
+    assert.deepEqual(
+      popped.body.messages.map((message) => message.data),
+      [{ n: 1 }],
+    );
+  } finally {
+    await node.stop();
+  }
+});
+
+test('the hub on rediss:// with an ACL user: ready (its pub/sub probe came back) and publishes', async () => {
+  const node = await spawnHub({
+    ...trusted(),
+    REDIS_URL: redisUrl(),
+    MERCURE_REDIS_PREFIX: uniquePrefix('tls-hub'),
+  });
+  try {
+    assert.ok(await node.isReady(), node.output());
+    await publishOk(node.url, { topic: 'https://example.com/tls', data: 'over TLS' });
+  } finally {
+    await node.stop();
+  }
+});
+
+/** Starts `main` with its output captured; stops it after `check` ran. */
+async function withService(
+  main: string,
+  environment: Record<string, string>,
+  check: (origin: string, output: () => string) => Promise<void>,
+): Promise<void> {
+  const port = await freePort();
+  const child = spawn(process.execPath, [main], {
+    env: {
+      PATH: process.env.PATH ?? '',
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      LOG_LEVEL: 'info',
+      MERCURE_PUBLISHER_JWT_KEY: 'k'.repeat(32),
+      ...environment,
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  const collect = (chunk: Buffer) => {
+    output += chunk.toString();
+  };
+  child.stdout.on('data', collect);
+  child.stderr.on('data', collect);
+  const exited = once(child, 'exit');
+  try {
+    await check(`http://127.0.0.1:${port}`, () => output);
+  } finally {
+    child.kill('SIGTERM');
+    await exited;
+  }
+}
+
+const refused: [string, () => Record<string, string>][] = [
+  ['a wrong password', () => ({ ...trusted(), REDIS_URL: redisUrl(`${USER}:not-${PASSWORD}`) })],
+  ['no user (the default user may only PING)', () => ({ ...trusted(), REDIS_URL: redisUrl('') })],
+  ['a server certificate the node does not trust', () => ({ REDIS_URL: redisUrl() })],
+];
+
+for (const [service, main] of [
+  ['hub', HUB_MAIN],
+  ['broker', BROKER_MAIN],
+] as const) {
+  for (const [what, environment] of refused) {
+    test(`the ${service} with ${what}: not ready, and the password is never printed`, async () => {
+      await withService(main, environment(), async (origin, output) => {
+        const first = await waitFor(() => fetch(`${origin}/readyz`).catch(() => undefined), {
+          timeoutMs: 20_000,
+          what: `${service} answering /readyz`,
+        });
+        assert.equal(first.status, 503, output());
+        // Still not ready after a few reconnect attempts.
+        await delay(1500);
+        assert.equal((await fetch(`${origin}/readyz`)).status, 503, output());
+        assert.doesNotMatch(output(), new RegExp(PASSWORD));
+        // A few lines per refusal, not a log flood (the broker's worker once retried a refused
+        // command in a busy loop: megabytes of log a second, /readyz starved).
+        assert.ok(output().length < 100_000, `${output().length} bytes of log`);
+      });
+    });
+  }
+}
