@@ -11,6 +11,16 @@
  * - raw streams: the same work straight on Redis with ioredis (pipelined XADD; XREADGROUP +
  *   XACK, parsing every payload), no dedup, leases, retries or HTTP: the ceiling.
  * - BullMQ: Queue.add/addBulk; one Worker, concurrency 16 (no batch consume in BullMQ OSS).
+ * - CPU client / broker / Redis: each process's CPU time over the broker row's wall time (100% =
+ *   one core; from process.cpuUsage, /proc/<pid>/stat and INFO cpu). The one near 100% sets the
+ *   rate (the client must not be it); all well below it means the cores are taken by others.
+ * - push b1 is also given against GET /health req/s (one request per message: the HTTP floor).
+ * - peak RSS: the broker child's VmHWM after the rows that ran.
+ *
+ * Environment (for profiling; the defaults run every row):
+ * - BENCH_ROWS: comma list of health, push, popack, partitions, groups.
+ * - BENCH_BROKER_ARGS: extra node arguments for the broker child, e.g.
+ *   `--cpu-prof --cpu-prof-dir=/tmp/prof` (the profile is written when the child exits).
  */
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -25,9 +35,12 @@ const CONCURRENCY = 16;
 const CONSUMERS = 8;
 const PAYLOAD = { orderId: 12345, customer: 'c-42', amount: 99.5, items: ['a', 'b', 'c'] };
 
+const ROWS = new Set((process.env.BENCH_ROWS ?? 'health,push,popack,partitions,groups').split(','));
+const brokerArgs = (process.env.BENCH_BROKER_ARGS ?? '').split(' ').filter((arg) => arg !== '');
+
 const redisServer = await RedisServer.start();
 const port = await freePort();
-const child = spawn(process.execPath, [MAIN], {
+const child = spawn(process.execPath, [...brokerArgs, MAIN], {
   env: {
     PATH: process.env.PATH ?? '',
     PORT: String(port),
@@ -65,11 +78,36 @@ async function request(
   return { status: response.statusCode, json: text ? JSON.parse(text) : undefined };
 }
 
-/** Runs `work(i)` for i in [0, total) with `concurrency` in flight; returns msg/s. */
+/** CPU shares (1 = one full core) of the client, broker child and Redis during the last timed row. */
+let shares = { client: 0, broker: 0, redis: 0 };
+
+/** CPU seconds of the broker child so far (utime + stime from /proc, in clock ticks of 10 ms). */
+function brokerCpuSeconds(): number {
+  const fields = readFileSync(`/proc/${child.pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+}
+
+async function redisCpuSeconds(): Promise<number> {
+  const info = await redis.info('cpu');
+  const value = (field: string) => Number(new RegExp(`${field}:([\\d.]+)`).exec(info)?.[1] ?? 0);
+  return value('used_cpu_user') + value('used_cpu_sys');
+}
+
+/** Times `run`; returns msg/s, and leaves each process's CPU share in `shares`. */
 async function timed(messages: number, run: () => Promise<void>): Promise<number> {
+  const redisBefore = await redisCpuSeconds();
+  const brokerBefore = brokerCpuSeconds();
+  const clientBefore = process.cpuUsage();
   const started = performance.now();
   await run();
-  return messages / ((performance.now() - started) / 1000);
+  const seconds = (performance.now() - started) / 1000;
+  const client = process.cpuUsage(clientBefore);
+  shares = {
+    client: (client.user + client.system) / 1e6 / seconds,
+    broker: (brokerCpuSeconds() - brokerBefore) / seconds,
+    redis: ((await redisCpuSeconds()) - redisBefore) / seconds,
+  };
+  return messages / seconds;
 }
 
 async function parallel(
@@ -248,74 +286,107 @@ function rss(): number {
   return Number(/VmHWM:\s+(\d+)/.exec(status)?.[1] ?? 0) / 1024;
 }
 
-const rows: [string, string, string, string, string, string][] = [];
+type Row = [string, string, string, string, string, string, string];
+const rows: Row[] = [];
 const fmt = (n: number) => (n >= 100 ? Math.round(n).toLocaleString('en-US') : n.toFixed(1));
 const ratio = (a: number, b: number) => `${(a / b).toFixed(2)}x`;
+const percent = (share: number) => `${Math.round(share * 100)}%`;
+const cpu = () => `${percent(shares.client)} / ${percent(shares.broker)} / ${percent(shares.redis)}`;
 
-{
+let health = 0;
+if (ROWS.has('health') || ROWS.has('push')) {
   const requests = 20_000;
-  const rate = await timed(requests, () =>
+  health = await timed(requests, () =>
     parallel(requests, 2 * CONCURRENCY, async () => {
       const reply = await request('GET', '/health');
       if (reply.status !== 200) throw new Error(`health ${reply.status}`);
     }),
   );
-  rows.push(['GET /health (req/s, HTTP floor)', fmt(rate), '', '', '', '']);
+  rows.push(['GET /health (req/s, HTTP floor)', fmt(health), '', '', '', '', cpu()]);
 }
 
-for (const batch of [1, 10, 100]) {
-  const total = batch === 1 ? 4000 : batch === 10 ? 20_000 : 50_000;
-  const broker = await brokerPush(batch, total);
-  const raw = await rawPush(batch, total);
-  const bull = await bullPush(batch, total);
-  rows.push([
-    `push, batch ${batch}`,
-    fmt(broker),
-    fmt(raw),
-    fmt(bull),
-    ratio(broker, raw),
-    ratio(broker, bull),
-  ]);
+if (ROWS.has('push')) {
+  for (const batch of [1, 10, 100]) {
+    const total = batch === 1 ? 4000 : batch === 10 ? 20_000 : 50_000;
+    const broker = await brokerPush(batch, total);
+    const brokerCpu = cpu();
+    const raw = await rawPush(batch, total);
+    const bull = await bullPush(batch, total);
+    rows.push([
+      `push, batch ${batch}`,
+      fmt(broker),
+      fmt(raw),
+      fmt(bull),
+      ratio(broker, raw),
+      ratio(broker, bull),
+      brokerCpu,
+    ]);
+    if (batch === 1) rows.push(['push, batch 1 vs GET /health', ratio(broker, health), '', '', '', '', '']);
+  }
 }
-const bullConsumeRate = await bullConsume(20_000);
-for (const batch of [1, 10, 100]) {
-  const total = batch === 1 ? 3000 : batch === 10 ? 15_000 : 40_000;
-  const queue = name('consume');
-  await brokerPush(100, total, 16, queue);
-  const broker = await brokerConsume(queue, batch, total);
-  const raw = await rawConsume(batch, total);
-  rows.push([
-    `pop+ack, batch ${batch}`,
-    fmt(broker),
-    fmt(raw),
-    fmt(bullConsumeRate),
-    ratio(broker, raw),
-    ratio(broker, bullConsumeRate),
-  ]);
+if (ROWS.has('popack')) {
+  const bullConsumeRate = await bullConsume(20_000);
+  for (const batch of [1, 10, 100]) {
+    const total = batch === 1 ? 3000 : batch === 10 ? 15_000 : 40_000;
+    const queue = name('consume');
+    await brokerPush(100, total, 16, queue);
+    const broker = await brokerConsume(queue, batch, total);
+    const brokerCpu = cpu();
+    const raw = await rawConsume(batch, total);
+    rows.push([
+      `pop+ack, batch ${batch}`,
+      fmt(broker),
+      fmt(raw),
+      fmt(bullConsumeRate),
+      ratio(broker, raw),
+      ratio(broker, bullConsumeRate),
+      brokerCpu,
+    ]);
+  }
 }
-for (const partitions of [1, 10_000]) {
-  const total = 20_000;
-  const queue = name(`parts${partitions}`);
-  const push = await brokerPush(100, total, partitions, queue);
-  const consume = await brokerConsume(queue, 100, total, CONSUMERS, '', partitions === 1 ? 1 : 50);
-  rows.push([`${partitions} partitions: push b100 / pop+ack b100`, fmt(push), fmt(consume), '', '', '']);
+if (ROWS.has('partitions')) {
+  for (const partitions of [1, 10_000]) {
+    const total = 20_000;
+    const queue = name(`parts${partitions}`);
+    const push = await brokerPush(100, total, partitions, queue);
+    const consume = await brokerConsume(queue, 100, total, CONSUMERS, '', partitions === 1 ? 1 : 50);
+    rows.push([
+      `${partitions} partitions: push b100 / pop+ack b100`,
+      fmt(push),
+      fmt(consume),
+      '',
+      '',
+      '',
+      cpu(),
+    ]);
+  }
 }
-for (const groups of [1, 10]) {
-  const total = 10_000;
-  const queue = name(`groups${groups}`);
-  await brokerPush(100, total, 16, queue);
-  const started = performance.now();
-  await Promise.all(
-    Array.from({ length: groups }, (_, g) =>
-      brokerConsume(queue, 100, total, Math.max(2, Math.floor(CONSUMERS / groups) + 1), `g${g}`),
-    ),
-  );
-  const deliveries = (total * groups) / ((performance.now() - started) / 1000);
-  rows.push([`${groups} consumer group(s): deliveries/s (b100)`, fmt(deliveries), '', '', '', '']);
+if (ROWS.has('groups')) {
+  for (const groups of [1, 10]) {
+    const total = 10_000;
+    const queue = name(`groups${groups}`);
+    await brokerPush(100, total, 16, queue);
+    const started = performance.now();
+    await Promise.all(
+      Array.from({ length: groups }, (_, g) =>
+        brokerConsume(queue, 100, total, Math.max(2, Math.floor(CONSUMERS / groups) + 1), `g${g}`),
+      ),
+    );
+    const deliveries = (total * groups) / ((performance.now() - started) / 1000);
+    rows.push([`${groups} consumer group(s): deliveries/s (b100)`, fmt(deliveries), '', '', '', '', '']);
+  }
 }
-rows.push(['broker peak RSS (MB)', rss().toFixed(1), '', '', '', '']);
+rows.push(['broker peak RSS (MB)', rss().toFixed(1), '', '', '', '', '']);
 
-const header = ['workload', 'broker msg/s', 'raw streams', 'BullMQ', 'vs raw', 'vs BullMQ'];
+const header = [
+  'workload',
+  'broker msg/s',
+  'raw streams',
+  'BullMQ',
+  'vs raw',
+  'vs BullMQ',
+  'CPU client / broker / Redis',
+];
 const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]?.length ?? 0)));
 const line = (cells: string[]) => `| ${cells.map((c, i) => c.padEnd(widths[i] as number)).join(' | ')} |`;
 console.log(line(header));
@@ -325,6 +396,9 @@ console.log(
   '\n(pop+ack BullMQ column: one Worker, concurrency 16, no batching in BullMQ OSS — the same figure for every batch size)',
 );
 console.log('(partition rows: column 2 = push msg/s, column 3 = pop+ack msg/s, both through the broker)');
+console.log(
+  '(CPU: of the benchmark process, the broker child and redis-server while the broker row ran; 100% = one core)',
+);
 
 await http.close();
 await redis.quit();

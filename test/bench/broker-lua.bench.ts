@@ -1,0 +1,121 @@
+/*
+ * The broker's Lua scripts against a baseline version of them, in the same run: two
+ * RedisStorage instances on one Redis (own key prefixes), one loading services/broker/lua as
+ * checked out, one loading the same directory at a git revision. No HTTP: each round pushes
+ * 100 messages to one partition, pops them (batch 100) and acks them (one batch of 100), one
+ * call at a time, alternating the two script sets round by round so load from other processes
+ * hits both alike. Prints the median and p90 time per call and the ratio current/baseline.
+ * Run: node --import tsx test/bench/broker-lua.bench.ts [git revision, default main]
+ */
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { type BrokerStorage, RedisStorage } from '@herald/broker';
+import { loadScripts } from '@herald/redis';
+import { RedisServer, uniquePrefix } from '@herald/testkit';
+
+const ROUNDS = 300;
+const BATCH = 100;
+const PAYLOAD = JSON.stringify({ orderId: 12345, customer: 'c-42', amount: 99.5, items: ['a', 'b', 'c'] });
+const revision = process.argv[2] ?? 'main';
+const root = fileURLToPath(new URL('../..', import.meta.url));
+
+const baselineDirectory = mkdtempSync(join(tmpdir(), 'broker-lua-'));
+const archive = execFileSync('git', ['-C', root, 'archive', revision, 'services/broker/lua']);
+execFileSync('tar', ['-x', '-C', baselineDirectory], { input: archive });
+
+const redisServer = await RedisServer.start();
+const log = { warn: () => undefined, info: () => undefined };
+const storage = (scripts?: string) =>
+  new RedisStorage({
+    topology: { kind: 'standalone', url: redisServer.url },
+    prefix: uniquePrefix('lua-bench'),
+    log,
+    ...(scripts ? { scripts: loadScripts(scripts) } : {}),
+  });
+const variants: { label: string; storage: BrokerStorage; times: Record<string, number[]> }[] = [
+  {
+    label: revision,
+    storage: storage(join(baselineDirectory, 'services/broker/lua')),
+    times: { push: [], pop: [], ack: [] },
+  },
+  { label: 'current', storage: storage(), times: { push: [], pop: [], ack: [] } },
+];
+
+async function timedCall<T>(times: number[], call: () => Promise<T>): Promise<T> {
+  const started = performance.now();
+  const result = await call();
+  times.push(performance.now() - started);
+  return result;
+}
+
+async function round(variant: (typeof variants)[number], index: number): Promise<void> {
+  const { storage, times } = variant;
+  const partition = `p${index % 10}`;
+  await timedCall(times.push as number[], () =>
+    storage.push(
+      Array.from({ length: BATCH }, (_, i) => ({
+        queue: 'bench',
+        partition,
+        transactionId: `t${index}-${i}`,
+        messageId: `m${index}-${i}`,
+        traceId: null,
+        data: PAYLOAD,
+        producerSub: null,
+      })),
+    ),
+  );
+  const popped = await timedCall(times.pop as number[], () =>
+    storage.pop({
+      queue: 'bench',
+      partition,
+      group: '__QUEUE_MODE__',
+      batch: BATCH,
+      maxPartitions: 1,
+      leaseId: `lease-${index}`,
+      subscription: { mode: 'all' },
+    }),
+  );
+  const [leased] = popped.partitions;
+  if (!leased || leased.messages.length !== BATCH) throw new Error(`${variant.label}: pop returned too few`);
+  const results = await timedCall(times.ack as number[], () =>
+    storage.ack(
+      leased.messages.map((message) => ({
+        transactionId: message.transactionId,
+        partitionId: leased.partitionId,
+        status: 'completed' as const,
+        group: '__QUEUE_MODE__',
+        leaseId: leased.leaseId,
+        error: null,
+      })),
+    ),
+  );
+  if (results.some((result) => !result.success)) throw new Error(`${variant.label}: an ack failed`);
+}
+
+for (let index = 0; index < ROUNDS; index++) {
+  for (const variant of index % 2 === 0 ? variants : [...variants].reverse()) await round(variant, index);
+}
+
+const quantile = (values: number[], q: number) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] as number;
+};
+const [baseline, current] = variants as [(typeof variants)[number], (typeof variants)[number]];
+console.log(
+  `| call (batch ${BATCH}) | ${revision} median / p90 ms | current median / p90 ms | current/${revision} (median) |`,
+);
+console.log('|---|---|---|---|');
+for (const call of ['push', 'pop', 'ack']) {
+  const before = baseline.times[call] as number[];
+  const after = current.times[call] as number[];
+  console.log(
+    `| ${call} | ${quantile(before, 0.5).toFixed(3)} / ${quantile(before, 0.9).toFixed(3)} | ${quantile(after, 0.5).toFixed(3)} / ${quantile(after, 0.9).toFixed(3)} | ${(quantile(after, 0.5) / quantile(before, 0.5)).toFixed(2)}x |`,
+  );
+}
+
+await Promise.all(variants.map((variant) => variant.storage.close()));
+await redisServer.destroy();
+rmSync(baselineDirectory, { recursive: true, force: true });
