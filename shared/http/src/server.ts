@@ -120,8 +120,10 @@ export function createServerKit(options: ServerKitOptions): ServerKit {
   app.addHook('onReady', async () => lifecycle.startWatching(options.readinessIntervalMs));
   app.addHook('onClose', async () => lifecycle.stopWatching());
 
-  app.addHook('onRequest', async (request, reply) => {
+  // Callback-style: an async hook costs a promise and a microtask turn on every request (issue #14).
+  app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id);
+    done();
   });
   const routeConfig = { ...options.routeConfig };
   app.register(metricsPlugin, { metrics, paths: options.metricsPaths ?? ['/metrics'], routeConfig });

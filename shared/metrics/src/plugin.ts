@@ -15,22 +15,21 @@ const UNMATCHED_ROUTE = '__unmatched__';
 
 const plugin: FastifyPluginAsync<MetricsPluginOptions> = async (app: FastifyInstance, options) => {
   const { metrics } = options;
-  const startedAt = new WeakMap<object, number>();
 
-  app.addHook('onRequest', async (request) => {
-    startedAt.set(request, performance.now());
-  });
-  app.addHook('onResponse', async (request, reply) => {
-    const started = startedAt.get(request);
-    if (started === undefined) return;
+  // fastify times every reply from its route handler's start (`reply.elapsedTime`, ms): no
+  // onRequest hook and no WeakMap entry per request (issue #14: the publish path's profile showed
+  // both, and WeakMap entries are ephemerons every scavenge has to visit). Callback-style, as an
+  // async hook costs a promise and a microtask turn per request.
+  app.addHook('onResponse', (request, reply, done) => {
     metrics.httpRequestDuration.observe(
       {
         method: request.method,
         route: request.routeOptions.url ?? UNMATCHED_ROUTE,
         status_code: String(reply.statusCode),
       },
-      (performance.now() - started) / 1000,
+      reply.elapsedTime / 1000,
     );
+    done();
   });
 
   for (const path of options.paths ?? ['/metrics']) {
