@@ -20,6 +20,31 @@ export function pushItemArguments(item: PushItem, partitionId: string): string[]
   ];
 }
 
+/**
+ * Queues of one push whose scripts are in flight at once. A push may name thousands of queues
+ * (one script each, plus registrations): sent all at once, the last replies waited behind
+ * thousands of commands in Redis past the command deadline (COMMAND_TIMEOUT_MS), and the push
+ * answered 503 though most of it was stored. Bounded, each command waits behind at most this
+ * many others and the push completes.
+ */
+const QUEUES_IN_FLIGHT = 32;
+
+/** Runs `work` on every entry, at most `limit` at once; rejects with the first failure, after all settled. */
+async function forEachBounded<T>(
+  entries: readonly T[],
+  limit: number,
+  work: (entry: T, index: number) => Promise<void>,
+): Promise<void> {
+  let next = 0;
+  const lanes = Array.from({ length: Math.min(limit, entries.length) }, async () => {
+    while (next < entries.length) {
+      const index = next++;
+      await work(entries[index] as T, index);
+    }
+  });
+  await Promise.all(lanes);
+}
+
 export async function push(backend: RedisBackend, items: PushItem[]): Promise<PushResult[]> {
   const byQueue = new Map<string, { index: number; item: PushItem; partitionId: string }[]>();
   items.forEach((item, index) => {
@@ -30,42 +55,40 @@ export async function push(backend: RedisBackend, items: PushItem[]): Promise<Pu
   const results: PushResult[] = new Array(items.length);
   // By queue in input order, so the first refusal is the same whatever script answers first.
   const failures: (Error | undefined)[] = [];
-  await Promise.all(
-    [...byQueue].map(async ([queue, list], order) => {
-      await backend.registry.register(
-        queue,
-        list.map(({ item, partitionId }) => [item.partition, partitionId] as [string, string]),
-      );
-      const base = backend.base(queue);
-      const { namespace, task } = namespaceAndTask(queue);
-      const args: (string | number)[] = [namespace, task];
-      for (const { item, partitionId } of list) {
-        args.push(...pushItemArguments(item, partitionId));
-      }
-      const reply = await backend.run<Reply[]>('push', [base], args);
-      if (reply[0] === 'CLEAR') {
-        failures[order] = encryptionChanged(queue);
-        return;
-      }
-      if (reply[0] === 'FULL') {
-        failures[order] = queueFull(queue, Number(reply[1]), Number(reply[2]));
-        return;
-      }
-      const rows = reply[1] as [number, string][];
-      list.forEach(({ index, item, partitionId }, position) => {
-        const [queued, messageId] = rows[position] as [number, string];
-        results[index] = {
-          index,
-          transaction_id: item.transactionId,
-          status: queued === 1 ? 'queued' : 'duplicate',
-          message_id: messageId,
-          partition_id: partitionId,
-          trace_id: item.traceId,
-          queueName: queue,
-        };
-      });
-    }),
-  );
+  await forEachBounded([...byQueue], QUEUES_IN_FLIGHT, async ([queue, list], order) => {
+    await backend.registry.register(
+      queue,
+      list.map(({ item, partitionId }) => [item.partition, partitionId] as [string, string]),
+    );
+    const base = backend.base(queue);
+    const { namespace, task } = namespaceAndTask(queue);
+    const args: (string | number)[] = [namespace, task];
+    for (const { item, partitionId } of list) {
+      args.push(...pushItemArguments(item, partitionId));
+    }
+    const reply = await backend.run<Reply[]>('push', [base], args);
+    if (reply[0] === 'CLEAR') {
+      failures[order] = encryptionChanged(queue);
+      return;
+    }
+    if (reply[0] === 'FULL') {
+      failures[order] = queueFull(queue, Number(reply[1]), Number(reply[2]));
+      return;
+    }
+    const rows = reply[1] as [number, string][];
+    list.forEach(({ index, item, partitionId }, position) => {
+      const [queued, messageId] = rows[position] as [number, string];
+      results[index] = {
+        index,
+        transaction_id: item.transactionId,
+        status: queued === 1 ? 'queued' : 'duplicate',
+        message_id: messageId,
+        partition_id: partitionId,
+        trace_id: item.traceId,
+        queueName: queue,
+      };
+    });
+  });
   // The queues that stored their items wake their waiters even when another one refused.
   backend.notify(pushCapacity(items, results));
   const failure = failures.find((error) => error !== undefined);
