@@ -52,7 +52,11 @@ const DEFAULTS: Record<Service, Record<string, string>> = {
   broker: {},
 };
 
-export async function startNode(service: Service, environment: Record<string, string>): Promise<ServiceNode> {
+export async function startNode(
+  service: Service,
+  environment: Record<string, string>,
+  options: { readonly waitReady?: boolean } = {},
+): Promise<ServiceNode> {
   const main = MAINS[service];
   if (!existsSync(main)) throw new Error(`${main} is missing: run \`npm run build\` first`);
   const port = await freePort();
@@ -99,12 +103,16 @@ export async function startNode(service: Service, environment: Record<string, st
     async () => {
       if (!node.alive()) throw new Error(`${service} exited during start:\n${node.output()}`);
       try {
-        return (await fetch(`${origin}/readyz`)).status === 200;
+        const { status } = await fetch(`${origin}/readyz`);
+        return options.waitReady === false || status === 200;
       } catch {
         return false;
       }
     },
-    { what: `${service} on port ${port} to be ready`, timeoutMs: 20_000 },
+    {
+      what: `${service} on port ${port} to ${options.waitReady === false ? 'answer /readyz' : 'be ready'}`,
+      timeoutMs: 20_000,
+    },
   );
   return node;
 }

@@ -9,8 +9,6 @@
  * right, and `default` allowed PING and SHUTDOWN only (the harness's checks on the plain port).
  */
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { once } from 'node:events';
 import { after, before, test } from 'node:test';
 import { setTimeout as delay } from 'node:timers/promises';
 import {
@@ -19,10 +17,10 @@ import {
   RedisServer,
   type TestCertificates,
   uniquePrefix,
-  waitFor,
 } from '@herald/testkit';
-import { MAIN as BROKER_MAIN, BrokerNode, call } from '../broker/nodes.js';
-import { HUB_MAIN, publishOk, spawnHub } from '../hub/support.js';
+import { BrokerNode, call } from '../broker/nodes.js';
+import { publishOk, spawnHub } from '../hub/support.js';
+import { startNode } from '../security/nodes.js';
 
 const USER = 'app';
 const PASSWORD = 'tls-acl-password-never-printed';
@@ -114,65 +112,28 @@ test('the hub on rediss:// with an ACL user: ready (its pub/sub probe came back)
   }
 });
 
-/** Starts `main` with its output captured; stops it after `check` ran. */
-async function withService(
-  main: string,
-  environment: Record<string, string>,
-  check: (origin: string, output: () => string) => Promise<void>,
-): Promise<void> {
-  const port = await freePort();
-  const child = spawn(process.execPath, [main], {
-    env: {
-      PATH: process.env.PATH ?? '',
-      PORT: String(port),
-      HOST: '127.0.0.1',
-      LOG_LEVEL: 'info',
-      MERCURE_PUBLISHER_JWT_KEY: 'k'.repeat(32),
-      ...environment,
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let output = '';
-  const collect = (chunk: Buffer) => {
-    output += chunk.toString();
-  };
-  child.stdout.on('data', collect);
-  child.stderr.on('data', collect);
-  const exited = once(child, 'exit');
-  try {
-    await check(`http://127.0.0.1:${port}`, () => output);
-  } finally {
-    child.kill('SIGTERM');
-    await exited;
-  }
-}
-
 const refused: [string, () => Record<string, string>][] = [
   ['a wrong password', () => ({ ...trusted(), REDIS_URL: redisUrl(`${USER}:not-${PASSWORD}`) })],
   ['no user (the default user may only PING)', () => ({ ...trusted(), REDIS_URL: redisUrl('') })],
   ['a server certificate the node does not trust', () => ({ REDIS_URL: redisUrl() })],
 ];
 
-for (const [service, main] of [
-  ['hub', HUB_MAIN],
-  ['broker', BROKER_MAIN],
-] as const) {
+for (const service of ['hub', 'broker'] as const) {
   for (const [what, environment] of refused) {
     test(`the ${service} with ${what}: not ready, and the password is never printed`, async () => {
-      await withService(main, environment(), async (origin, output) => {
-        const first = await waitFor(() => fetch(`${origin}/readyz`).catch(() => undefined), {
-          timeoutMs: 20_000,
-          what: `${service} answering /readyz`,
-        });
-        assert.equal(first.status, 503, output());
+      const node = await startNode(service, { LOG_LEVEL: 'info', ...environment() }, { waitReady: false });
+      try {
+        assert.equal((await fetch(`${node.origin}/readyz`)).status, 503, node.output());
         // Still not ready after a few reconnect attempts.
         await delay(1500);
-        assert.equal((await fetch(`${origin}/readyz`)).status, 503, output());
-        assert.doesNotMatch(output(), new RegExp(PASSWORD));
+        assert.equal((await fetch(`${node.origin}/readyz`)).status, 503, node.output());
+        assert.doesNotMatch(node.output(), new RegExp(PASSWORD));
         // A few lines per refusal, not a log flood (the broker's worker once retried a refused
         // command in a busy loop: megabytes of log a second, /readyz starved).
-        assert.ok(output().length < 100_000, `${output().length} bytes of log`);
-      });
+        assert.ok(node.output().length < 100_000, `${node.output().length} bytes of log`);
+      } finally {
+        await node.stop();
+      }
     });
   }
 }
