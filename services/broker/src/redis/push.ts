@@ -5,6 +5,7 @@
 import { encryptionChanged, queueFull } from '../errors.js';
 import { namespaceAndTask, partitionIdOf } from '../identifiers.js';
 import { type PushItem, type PushResult, pushCapacity } from '../storage.js';
+import { forEachBounded, QUEUES_IN_FLIGHT } from './bounded.js';
 import { encode, type RedisBackend, type Reply } from './context.js';
 
 /** One item's ARGV entries, in the order push_items (lua/includes/push.lua) reads them. */
@@ -18,31 +19,6 @@ export function pushItemArguments(item: PushItem, partitionId: string): string[]
     item.data,
     item.producerSub ?? '',
   ];
-}
-
-/**
- * Queues of one push whose scripts are in flight at once. A push may name thousands of queues
- * (one script each, plus registrations): sent all at once, the last replies waited behind
- * thousands of commands in Redis past the command deadline (COMMAND_TIMEOUT_MS), and the push
- * answered 503 though most of it was stored. Bounded, each command waits behind at most this
- * many others and the push completes.
- */
-const QUEUES_IN_FLIGHT = 32;
-
-/** Runs `work` on every entry, at most `limit` at once; rejects with the first failure, after all settled. */
-async function forEachBounded<T>(
-  entries: readonly T[],
-  limit: number,
-  work: (entry: T, index: number) => Promise<void>,
-): Promise<void> {
-  let next = 0;
-  const lanes = Array.from({ length: Math.min(limit, entries.length) }, async () => {
-    while (next < entries.length) {
-      const index = next++;
-      await work(entries[index] as T, index);
-    }
-  });
-  await Promise.all(lanes);
 }
 
 export async function push(backend: RedisBackend, items: PushItem[]): Promise<PushResult[]> {

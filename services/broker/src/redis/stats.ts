@@ -5,6 +5,7 @@
 import { namespaceAndTask, streamIdTime } from '../identifiers.js';
 import { type PartitionState, type QueueStats, snapshotRates } from '../storage.js';
 import { LIMITS } from '../validation.js';
+import { forEachBounded, QUEUES_IN_FLIGHT } from './bounded.js';
 import { decode, type RedisBackend } from './context.js';
 
 /** Ready partitions sampled per group for the oldest pending age (lua/stats-1.lua ARGV[1]). */
@@ -13,9 +14,11 @@ const STATS_SAMPLE = 50;
 const STATS_LEASES_READ = 10_000;
 
 export async function refreshStats(backend: RedisBackend): Promise<QueueStats[]> {
-  const snapshot: QueueStats[] = [];
   const previous = new Map((await cachedStats(backend)).map((stats) => [stats.queue, stats]));
-  for (const queue of await backend.registry.queueNames()) {
+  const queues = await backend.registry.queueNames();
+  // In the registry's order whatever script answers first.
+  const rows: (QueueStats | undefined)[] = new Array(queues.length);
+  await forEachBounded(queues, QUEUES_IN_FLIGHT, async (queue, index) => {
     const base = backend.base(queue);
     const [
       [pushed, retained, dlq, expiries, partitions, oldest, leases, groups, now, batch, answered],
@@ -40,7 +43,7 @@ export async function refreshStats(backend: RedisBackend): Promise<QueueStats[]>
     ]);
     // Registered by a push or transaction that was refused before the queue was created:
     // no queue (getQueue answers none either), no stats.
-    if (configured[2] === null) continue;
+    if (configured[2] === null) return;
     // The names configure gave, as getQueue answers them (the queue name's parts otherwise).
     const fromName = namespaceAndTask(queue);
     const names = { namespace: configured[0] || fromName.namespace, task: configured[1] || fromName.task };
@@ -55,7 +58,7 @@ export async function refreshStats(backend: RedisBackend): Promise<QueueStats[]>
     }));
     const pending = groupStats.length === 0 ? Number(retained) : Math.max(...groupStats.map((g) => g.lag));
     const oldestMs = Number(oldest);
-    snapshot.push({
+    rows[index] = {
       queue,
       namespace: names.namespace,
       task: names.task,
@@ -73,8 +76,9 @@ export async function refreshStats(backend: RedisBackend): Promise<QueueStats[]>
       ...snapshotRates(previous.get(queue), Number(pushed), groupStats, Number(now)),
       groups: groupStats,
       at: Number(now),
-    });
-  }
+    };
+  });
+  const snapshot = rows.filter((row): row is QueueStats => row !== undefined);
   const statsKey = backend.key('stats');
   const pipeline = backend.redis.multi().del(statsKey);
   for (const entry of snapshot) pipeline.hset(statsKey, entry.queue, JSON.stringify(entry));
