@@ -1,3 +1,4 @@
+import assert from 'node:assert/strict';
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
@@ -76,4 +77,22 @@ export async function call<T = any>(
   });
   const text = await response.text();
   return { status: response.status, body: (text ? JSON.parse(text) : undefined) as T };
+}
+
+/** Pushes `{ n: 1 }` to `queue` and pops it back through the node: the storage round trip works. */
+export async function assertPushPop(url: string, queue: string): Promise<void> {
+  const pushed = await call(url, 'POST', '/api/v1/push', {
+    items: [{ queue, partition: 'p', payload: { n: 1 } }],
+  });
+  assert.equal(pushed.status, 201);
+  const popped = await call<{ messages: { data: unknown }[] }>(
+    url,
+    'GET',
+    `/api/v1/pop/queue/${queue}?batch=1`,
+  );
+  assert.equal(popped.status, 200);
+  assert.deepEqual(
+    popped.body.messages.map((message) => message.data),
+    [{ n: 1 }],
+  );
 }

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { after, before, test } from 'node:test';
 import { RedisSentinelSet, uniquePrefix } from '@herald/testkit';
-import { MAIN as BROKER_MAIN, BrokerNode, call } from '../broker/nodes.js';
+import { assertPushPop, MAIN as BROKER_MAIN, BrokerNode } from '../broker/nodes.js';
 import { HUB_MAIN, publishOk, spawnHub } from '../hub/support.js';
 
 const SECRET = 'never-print-this-password';
@@ -51,20 +51,7 @@ test('the broker on REDIS_SENTINELS: ready, push and pop go through the Sentinel
     BROKER_KEY_PREFIX: uniquePrefix('sentinel'),
   });
   try {
-    const pushed = await call(node.url, 'POST', '/api/v1/push', {
-      items: [{ queue: 'sentinel.q', partition: 'p', payload: { n: 1 } }],
-    });
-    assert.equal(pushed.status, 201);
-    const popped = await call<{ messages: { data: unknown }[] }>(
-      node.url,
-      'GET',
-      '/api/v1/pop/queue/sentinel.q?batch=1',
-    );
-    assert.equal(popped.status, 200);
-    assert.deepEqual(
-      popped.body.messages.map((message) => message.data),
-      [{ n: 1 }],
-    );
+    await assertPushPop(node.url, 'sentinel.q');
   } finally {
     await node.stop();
   }

@@ -18,7 +18,7 @@ import {
   type TestCertificates,
   uniquePrefix,
 } from '@herald/testkit';
-import { BrokerNode, call } from '../broker/nodes.js';
+import { assertPushPop, BrokerNode } from '../broker/nodes.js';
 import { publishOk, spawnHub } from '../hub/support.js';
 import { startNode } from '../security/nodes.js';
 
@@ -79,20 +79,7 @@ test('the broker on rediss:// with an ACL user: ready, push and pop go through',
     BROKER_KEY_PREFIX: uniquePrefix('tls'),
   });
   try {
-    const pushed = await call(node.url, 'POST', '/api/v1/push', {
-      items: [{ queue: 'tls.q', partition: 'p', payload: { n: 1 } }],
-    });
-    assert.equal(pushed.status, 201);
-    const popped = await call<{ messages: { data: unknown }[] }>(
-      node.url,
-      'GET',
-      '/api/v1/pop/queue/tls.q?batch=1',
-    );
-    assert.equal(popped.status, 200);
-    assert.deepEqual(
-      popped.body.messages.map((message) => message.data),
-      [{ n: 1 }],
-    );
+    await assertPushPop(node.url, 'tls.q');
   } finally {
     await node.stop();
   }
