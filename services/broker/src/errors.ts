@@ -38,19 +38,6 @@ export const maintenanceMode = () =>
   });
 
 /**
- * A feature whose scripts span slots, on Redis Cluster: the streams query and cycle scripts touch
- * the query's keys, its source queue and its sink queues in one atomic call (docs/broker.md,
- * "Redis topologies"). Not retryable: the deployment needs standalone Redis or Sentinel for it.
- */
-export const notOnCluster = (feature: string) =>
-  new BrokerError(
-    'HERALD_BROKER_NOT_ON_CLUSTER',
-    501,
-    `${feature} needs standalone Redis or Sentinel: on Redis Cluster it is not available (docs/broker.md, "Redis topologies")`,
-    { expose: true },
-  );
-
-/**
  * Redis could not serve the request: it was not done and may be retried (docs/broker.md,
  * "Outages"). A fixed text: the cause names the Redis address, and is for the log only.
  */

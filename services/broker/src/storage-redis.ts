@@ -24,7 +24,6 @@ import {
   scriptNamed,
   subscribeSharded,
 } from '@herald/redis';
-import { notOnCluster } from './errors.js';
 import { namespaceAndTask } from './identifiers.js';
 import { ack } from './redis/ack.js';
 import { encode, type RedisBackend, slotTag } from './redis/context.js';
@@ -121,11 +120,12 @@ const REPLICATED_SCRIPTS = new Set([
   'requeueDlq',
   'extendLease',
   'streams-register',
+  'streams-drop',
   'streams-cycle',
 ]);
 
 /** Scripts taking one key per queue they touch: their file name gives the least number. */
-const KEYS_PER_QUEUE = new Set(['transaction']);
+const KEYS_PER_QUEUE = new Set(['transaction', 'streams-cycle']);
 
 /**
  * A request's Redis command is refused after this long without a reply (at once while the
@@ -214,11 +214,10 @@ export class RedisStorage implements BrokerStorage {
     });
     this.streams = new RedisStreams({
       redis: this.redis,
-      streamsBase: this.key('streams:'),
-      // The streams scripts span the query's, the source's and the sinks' slots (0 KEYS):
-      // standalone and Sentinel only, refused before any write on Cluster.
-      run: (name, args) =>
-        this.oneSlot ? Promise.reject(notOnCluster('Streams')) : this.run(name, [], args),
+      // One slot for the registry's two hashes where slots are enforced (docs/broker.md, "Streams").
+      registryBase: this.key(this.oneSlot ? '{streams}:' : 'streams:'),
+      oneSlot: this.oneSlot,
+      run: (name, keys, args) => this.run(name, keys, args),
       base: (queue) => this.base(queue),
       resolvePartition: (partitionId) => this.registry.resolve(partitionId),
       register: (queue, partitions) => this.registry.register(queue, partitions),
@@ -267,8 +266,8 @@ export class RedisStorage implements BrokerStorage {
         ? { ...script, numberOfKeys: keys.length }
         : script;
     if (this.replicatedWrites && REPLICATED_SCRIPTS.has(name)) {
-      // The marker shares the first key's hash tag (the streams scripts declare none: not on Cluster).
-      const marker = `${keys[0] ?? this.key('')}${MARKER_SUFFIX}`;
+      // The marker shares the first key's hash tag.
+      const marker = `${keys[0]}${MARKER_SUFFIX}`;
       return this.replicatedWrites.run<T>(declared, keys, args, marker);
     }
     return runScript<T>(this.redis, declared, keys, args);

@@ -9,7 +9,7 @@ import { stopTestRedis, testRedisUrl, uniquePrefix } from '@herald/testkit';
 import { Redis } from 'ioredis';
 import { PayloadCipher } from '../src/encryption.js';
 import type { Broker } from '../src/index.js';
-import { BACKENDS, brokerSuite, client, queueName, startTestBroker, streamsTest } from './helpers.js';
+import { BACKENDS, brokerSuite, client, queueFamily, queueName, startTestBroker } from './helpers.js';
 
 after(() => stopTestRedis());
 
@@ -59,12 +59,13 @@ for (const backend of BACKENDS) {
     const stored = async (partitionId: string, transactionId: string) =>
       (await broker.storage.getMessage(partitionId, transactionId))?.data;
 
-    streamsTest(backend)('a streams cycle seals its sink pushes to an encrypted queue', async () => {
-      const sink = queueName('enc-sink');
+    test('a streams cycle seals its sink pushes to an encrypted queue', async () => {
+      const queue = queueFamily('enc-st');
+      const sink = queue('sink');
       await api.configure(sink, { encryptionEnabled: true });
       const registered = await api.call('POST', '/streams/v1/queries', {
         name: queueName('enc-query'),
-        source_queue: queueName('enc-source'),
+        source_queue: queue('source'),
         sink_queue: sink,
         config_hash: 'h',
       });
@@ -81,36 +82,34 @@ for (const backend of BACKENDS) {
       assert.ok(Object.hasOwn(raw as object, '$herald.enc'), JSON.stringify(raw));
     });
 
-    streamsTest(backend)(
-      'a streams cycle right after the option was turned on elsewhere stores its sink push sealed',
-      async () => {
-        const sink = queueName('enc-stale-sink');
-        const first = await api.push([{ queue: sink, payload: 'clear', transactionId: 'c' }]);
-        const partitionId = first.body[0].partition_id;
-        // Turned on as another node would: this node cached the option as off a moment ago.
-        await broker.storage.configure(sink, { encryptionEnabled: true }, { namespace: '', task: '' });
-        const registered = await api.call('POST', '/streams/v1/queries', {
-          name: queueName('enc-stale-query'),
-          source_queue: queueName('enc-stale-source'),
-          sink_queue: sink,
-          config_hash: 'h',
-        });
-        const cycled = await api.call('POST', '/streams/v1/cycle', {
-          query_id: registered.body.query_id,
-          partition_id: 'p',
-          state_ops: [{ type: 'upsert', key: 'k', value: { n: 1 } }],
-          push_items: [{ queue: sink, payload: { card: SECRET }, transactionId: 'sunk' }],
-        });
-        assert.equal(cycled.body.success, true, JSON.stringify(cycled.body));
-        assert.equal(cycled.body.state_ops_applied, 1);
-        assert.doesNotMatch(JSON.stringify(await stored(partitionId, 'sunk')), new RegExp(SECRET));
-        const popped = await api.pop(sink, 'batch=2');
-        assert.deepEqual(
-          popped.body.messages.map((m: { data: unknown }) => m.data),
-          ['clear', { card: SECRET }],
-        );
-      },
-    );
+    test('a streams cycle right after the option was turned on elsewhere stores its sink push sealed', async () => {
+      const queue = queueFamily('enc-stale');
+      const sink = queue('sink');
+      const first = await api.push([{ queue: sink, payload: 'clear', transactionId: 'c' }]);
+      const partitionId = first.body[0].partition_id;
+      // Turned on as another node would: this node cached the option as off a moment ago.
+      await broker.storage.configure(sink, { encryptionEnabled: true }, { namespace: '', task: '' });
+      const registered = await api.call('POST', '/streams/v1/queries', {
+        name: queueName('enc-stale-query'),
+        source_queue: queue('source'),
+        sink_queue: sink,
+        config_hash: 'h',
+      });
+      const cycled = await api.call('POST', '/streams/v1/cycle', {
+        query_id: registered.body.query_id,
+        partition_id: 'p',
+        state_ops: [{ type: 'upsert', key: 'k', value: { n: 1 } }],
+        push_items: [{ queue: sink, payload: { card: SECRET }, transactionId: 'sunk' }],
+      });
+      assert.equal(cycled.body.success, true, JSON.stringify(cycled.body));
+      assert.equal(cycled.body.state_ops_applied, 1);
+      assert.doesNotMatch(JSON.stringify(await stored(partitionId, 'sunk')), new RegExp(SECRET));
+      const popped = await api.pop(sink, 'batch=2');
+      assert.deepEqual(
+        popped.body.messages.map((m: { data: unknown }) => m.data),
+        ['clear', { card: SECRET }],
+      );
+    });
 
     test('configure with encryptionEnabled answers without a warning; push/pop/ack round trip in clear', async () => {
       const queue = queueName('enc');

@@ -1,21 +1,11 @@
-import { after, before, test } from 'node:test';
+import { after, before } from 'node:test';
 import { parseEnv } from '@herald/config';
-import { REDIS_TOPOLOGY_VARIABLES, testRedisEnvironment, testTopology, uniquePrefix } from '@herald/testkit';
+import { REDIS_TOPOLOGY_VARIABLES, testRedisEnvironment, uniquePrefix } from '@herald/testkit';
 import { brokerSpec } from '../src/config.js';
 import { type Broker, startBroker } from '../src/index.js';
 
 export type Backend = 'memory' | 'redis';
 export const BACKENDS: Backend[] = ['memory', 'redis'];
-
-/**
- * `test` where the backend offers the streams API: not on Redis Cluster (HERALD_TEST_TOPOLOGY=
- * cluster), where its scripts would span slots and the routes answer 501 (slots.test.ts checks).
- */
-export function streamsTest(backend: Backend): (name: string, body: () => Promise<void>) => void {
-  return (name, body) => {
-    if (backend === 'memory' || testTopology() !== 'cluster') test(name, body);
-  };
-}
 
 export async function startTestBroker(backend: Backend, extra: Record<string, string> = {}): Promise<Broker> {
   const environment: Record<string, string> = {
@@ -116,4 +106,13 @@ let counter = 0;
 export function queueName(label = 'q'): string {
   counter++;
   return `${label}.${process.pid}.${Date.now().toString(36)}.${counter}`;
+}
+
+/**
+ * Fresh queue names of one namespace, `<unique namespace>.<role>`: on Redis Cluster the suites
+ * group slots by namespace, so a transaction or a streams query may span them.
+ */
+export function queueFamily(label = 'f'): (role: string) => string {
+  const namespace = queueName(label).replaceAll('.', '-');
+  return (role) => `${namespace}.${role}`;
 }

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { keySlot } from '@herald/testkit';
 import { slotTag } from '../src/redis/context.js';
-import { loadBrokerScripts, luaDirectory } from '../src/scripts.js';
+import { luaDirectory } from '../src/scripts.js';
 import { type KeyViolation, scanScriptDirectory, scanScriptKeys } from './lua-keys.js';
 
 function lines(violations: KeyViolation[]): string[] {
@@ -15,28 +15,8 @@ function lines(violations: KeyViolation[]): string[] {
 }
 
 describe('Lua key discipline', () => {
-  /**
-   * The streams scripts span the query's keys, the source queue and the sink queues in one
-   * atomic call: declared exceptions, offered on standalone and Sentinel only (on Cluster the
-   * storage refuses them before any write: 501, slots.test.ts; docs/broker.md "Redis topologies").
-   */
-  const ONE_SLOT_EXCEPTIONS = new Set(['streams-cycle', 'streams-register']);
-
   it('every key of every broker script is a declared KEYS[i] or a suffix on one', () => {
-    const violations = scanScriptDirectory(luaDirectory).filter(
-      ({ script }) => !ONE_SLOT_EXCEPTIONS.has(script),
-    );
-    assert.deepEqual(lines(violations), []);
-  });
-
-  it('the declared exceptions take no keys and are still exceptions (the list is not stale)', () => {
-    const scripts = loadBrokerScripts();
-    for (const name of ONE_SLOT_EXCEPTIONS) {
-      const script = scripts.get(name);
-      assert.ok(script, `${name} is loaded`);
-      assert.equal(script.numberOfKeys, 0, `${name} declares no keys`);
-      assert.notDeepEqual(scanScriptKeys(name, script.source), [], `${name} breaks the rule: keep it listed`);
-    }
+    assert.deepEqual(lines(scanScriptDirectory(luaDirectory)), []);
   });
 
   // The scanner itself: each rule on a script that breaks it, and the forms it must accept.

@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { after, describe, test } from 'node:test';
 import { stopTestRedis } from '@herald/testkit';
-import { BACKENDS, brokerSuite, queueName, streamsTest } from './helpers.js';
+import { BACKENDS, brokerSuite, queueName } from './helpers.js';
 
 after(() => stopTestRedis());
 
@@ -211,57 +211,54 @@ for (const backend of BACKENDS) {
       assert.equal((await suite.api.call('GET', '/api/v1/status/queues/no-such-queue/messages')).status, 404);
     });
 
-    streamsTest(backend)(
-      'maintenance mode refuses every push with 503 and stores nothing; acks, pops and state-only cycles run',
-      async () => {
-        // docs/suite.broker.md "Queen compatibility": Queen buffers such pushes to a node-local file.
-        const queue = queueName('maint');
-        await suite.api.push([{ queue, payload: 'before', transactionId: 'before' }]);
-        const popped = await suite.api.pop(queue);
-        const registered = await suite.api.call('POST', '/streams/v1/queries', {
-          name: queueName('maint-query'),
-          source_queue: queue,
-          config_hash: 'h',
+    test('maintenance mode refuses every push with 503 and stores nothing; acks, pops and state-only cycles run', async () => {
+      // docs/suite.broker.md "Queen compatibility": Queen buffers such pushes to a node-local file.
+      const queue = queueName('maint');
+      await suite.api.push([{ queue, payload: 'before', transactionId: 'before' }]);
+      const popped = await suite.api.pop(queue);
+      const registered = await suite.api.call('POST', '/streams/v1/queries', {
+        name: queueName('maint-query'),
+        source_queue: queue,
+        config_hash: 'h',
+      });
+      assert.equal(
+        (await suite.api.call('POST', '/api/v1/system/maintenance', { enabled: true })).status,
+        200,
+      );
+      try {
+        const refused = { error: 'Broker is in maintenance mode: pushes are refused' };
+        const push = await suite.api.push([{ queue, payload: 'during', transactionId: 'during' }]);
+        assert.deepEqual([push.status, push.body], [503, refused]);
+        const transaction = await suite.api.call('POST', '/api/v1/transaction', {
+          operations: [{ type: 'push', items: [{ queue, payload: 'during', transactionId: 'txn' }] }],
         });
-        assert.equal(
-          (await suite.api.call('POST', '/api/v1/system/maintenance', { enabled: true })).status,
-          200,
-        );
-        try {
-          const refused = { error: 'Broker is in maintenance mode: pushes are refused' };
-          const push = await suite.api.push([{ queue, payload: 'during', transactionId: 'during' }]);
-          assert.deepEqual([push.status, push.body], [503, refused]);
-          const transaction = await suite.api.call('POST', '/api/v1/transaction', {
-            operations: [{ type: 'push', items: [{ queue, payload: 'during', transactionId: 'txn' }] }],
-          });
-          assert.deepEqual([transaction.status, transaction.body], [503, refused]);
-          const cycle = await suite.api.call('POST', '/streams/v1/cycle', {
-            query_id: registered.body.query_id,
-            partition_id: 'p',
-            push_items: [{ queue, payload: 'during', transactionId: 'cycle' }],
-          });
-          assert.deepEqual([cycle.status, cycle.body], [503, refused]);
-          const stateOnly = await suite.api.call('POST', '/streams/v1/cycle', {
-            query_id: registered.body.query_id,
-            partition_id: 'p',
-            state_ops: [{ type: 'upsert', key: 'k', value: 1 }],
-          });
-          assert.equal(stateOnly.body.success, true);
-          const acked = await suite.api.ack({ ...popped.body.messages[0], status: 'completed' });
-          assert.equal(acked.body[0].success, true);
-          const status = await suite.api.call('GET', '/api/v1/system/maintenance');
-          assert.deepEqual(status.body, {
-            maintenanceMode: true,
-            popMaintenanceMode: false,
-            bufferedMessages: 0,
-          });
-        } finally {
-          await suite.api.call('POST', '/api/v1/system/maintenance', { enabled: false });
-        }
-        // Nothing was buffered: after maintenance only what is pushed again arrives.
-        assert.equal((await suite.api.pop(queue)).status, 204);
-      },
-    );
+        assert.deepEqual([transaction.status, transaction.body], [503, refused]);
+        const cycle = await suite.api.call('POST', '/streams/v1/cycle', {
+          query_id: registered.body.query_id,
+          partition_id: 'p',
+          push_items: [{ queue, payload: 'during', transactionId: 'cycle' }],
+        });
+        assert.deepEqual([cycle.status, cycle.body], [503, refused]);
+        const stateOnly = await suite.api.call('POST', '/streams/v1/cycle', {
+          query_id: registered.body.query_id,
+          partition_id: 'p',
+          state_ops: [{ type: 'upsert', key: 'k', value: 1 }],
+        });
+        assert.equal(stateOnly.body.success, true);
+        const acked = await suite.api.ack({ ...popped.body.messages[0], status: 'completed' });
+        assert.equal(acked.body[0].success, true);
+        const status = await suite.api.call('GET', '/api/v1/system/maintenance');
+        assert.deepEqual(status.body, {
+          maintenanceMode: true,
+          popMaintenanceMode: false,
+          bufferedMessages: 0,
+        });
+      } finally {
+        await suite.api.call('POST', '/api/v1/system/maintenance', { enabled: false });
+      }
+      // Nothing was buffered: after maintenance only what is pushed again arrives.
+      assert.equal((await suite.api.pop(queue)).status, 204);
+    });
   });
 
   describe(`configurable payload and body limits (${backend})`, () => {

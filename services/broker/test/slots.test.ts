@@ -3,14 +3,22 @@
  * "Redis topologies"): every route that runs a script works with the check on (a script call with
  * keys in two slots throws, which the route answers 500), and a transaction spanning slots is
  * refused with nothing visible; with BROKER_REDIS_SLOT_GROUP=namespace the queues of one
- * namespace share a slot and a transaction may span them.
+ * namespace share a slot and a transaction or a streams query may span them. A streams query
+ * keeps its state in its source queue's slot: its sink queues must share that slot.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { createRedis, parseRedisOptions } from '@herald/redis';
 import { testRedisUrl, uniquePrefix, waitFor } from '@herald/testkit';
 import type { Broker } from '../src/index.js';
-import { type BrokerClient, brokerSuite, client, queueName, startTestBroker } from './helpers.js';
+import {
+  type BrokerClient,
+  brokerSuite,
+  client,
+  queueFamily,
+  queueName,
+  startTestBroker,
+} from './helpers.js';
 
 async function popOne(api: BrokerClient, queue: string, query = '') {
   const reply = await api.pop(queue, query);
@@ -147,24 +155,119 @@ describe('notifications per queue (BROKER_REDIS_ONE_SLOT)', () => {
   });
 });
 
-describe('streams on Redis Cluster', () => {
+describe('streams where slots are enforced (BROKER_REDIS_ONE_SLOT)', () => {
   const suite = brokerSuite('redis', { BROKER_REDIS_ONE_SLOT: 'true' });
 
-  test('registering a query and running a cycle answer 501 and store nothing', async () => {
+  test('a query without sink runs its cycles (state and source ack) in its source queue slot', async () => {
     const { api } = suite;
-    const source = queueName('streams');
+    const source = queueName('st-slot');
+    await api.push([{ queue: source, payload: 'in', transactionId: 'm1' }]);
     const registered = await api.call('POST', '/streams/v1/queries', {
-      name: queueName('query'),
+      name: queueName('st-slot-q'),
       source_queue: source,
       config_hash: 'h1',
     });
-    assert.equal(registered.status, 501);
-    assert.match(registered.body.error, /needs standalone Redis or Sentinel/);
+    assert.equal(registered.status, 200, JSON.stringify(registered.body));
+    const group = `streams.${registered.body.name}`;
+    const popped = await popOne(api, source, `consumerGroup=${encodeURIComponent(group)}`);
     const cycle = await api.call('POST', '/streams/v1/cycle', {
-      query_id: '0192a000-0000-7000-8000-000000000000',
-      partition_id: '0192a000-0000-7000-8000-000000000001',
+      query_id: registered.body.query_id,
+      partition_id: popped.partitionId,
+      consumer_group: group,
+      state_ops: [{ type: 'upsert', key: 'k', value: { n: 1 } }],
+      ack: { transactionId: 'm1', leaseId: popped.leaseId, status: 'completed', count: 1 },
     });
-    assert.equal(cycle.status, 501);
+    assert.equal(cycle.body.success, true, JSON.stringify(cycle.body));
+    assert.equal(cycle.body.ack_result.lease_released, true);
+    const state = await api.call('POST', '/streams/v1/state/get', {
+      query_id: registered.body.query_id,
+      partition_id: popped.partitionId,
+    });
+    assert.deepEqual(
+      state.body.rows.map((row: { key: string; value: unknown }) => [row.key, row.value]),
+      [['k', { n: 1 }]],
+    );
+  });
+
+  test('a sink queue in another slot is refused at registration (409) and in a cycle (nothing applied)', async () => {
+    const { api } = suite;
+    const source = queueName('st-slot-src');
+    const elsewhere = queueName('st-slot-other');
+    const refused = await api.call('POST', '/streams/v1/queries', {
+      name: queueName('st-slot-q'),
+      source_queue: source,
+      sink_queue: elsewhere,
+      config_hash: 'h1',
+    });
+    assert.equal(refused.status, 409);
+    assert.match(refused.body.error, /is not in the Redis Cluster slot of queue/);
+
+    const registered = await api.call('POST', '/streams/v1/queries', {
+      name: queueName('st-slot-q'),
+      source_queue: source,
+      config_hash: 'h1',
+    });
+    const cycle = await api.call('POST', '/streams/v1/cycle', {
+      query_id: registered.body.query_id,
+      partition_id: 'p',
+      state_ops: [{ type: 'upsert', key: 'k', value: 1 }],
+      push_items: [{ queue: elsewhere, payload: 'out', transactionId: 'o1' }],
+    });
+    assert.equal(cycle.status, 200);
+    assert.equal(cycle.body.success, false);
+    assert.match(
+      cycle.body.error,
+      new RegExp(`queue '${elsewhere.replaceAll('.', '\\.')}' is not in the Redis Cluster slot`),
+    );
+    const state = await api.call('POST', '/streams/v1/state/get', {
+      query_id: registered.body.query_id,
+      partition_id: 'p',
+    });
+    assert.deepEqual(state.body.rows, []);
+    assert.equal((await api.pop(elsewhere)).status, 204);
+  });
+
+  test('a source queue in another slot needs a reset: the state starts empty in the new slot', async () => {
+    const { api } = suite;
+    const name = queueName('st-slot-move');
+    const first = await api.call('POST', '/streams/v1/queries', {
+      name,
+      source_queue: queueName('st-slot-a'),
+      config_hash: 'h1',
+    });
+    const queryId = first.body.query_id;
+    await api.call('POST', '/streams/v1/cycle', {
+      query_id: queryId,
+      partition_id: 'p',
+      state_ops: [{ type: 'upsert', key: 'old', value: 1 }],
+    });
+    const moved = queueName('st-slot-b');
+    const kept = await api.call('POST', '/streams/v1/queries', {
+      name,
+      source_queue: moved,
+      config_hash: 'h1',
+    });
+    assert.equal(kept.status, 409);
+    assert.match(kept.body.error, /keeps its state in the Redis Cluster slot of queue/);
+    const sameHashReset = { name, source_queue: moved, config_hash: 'h1', reset: true };
+    assert.equal((await api.call('POST', '/streams/v1/queries', sameHashReset)).status, 409);
+
+    const reset = await api.call('POST', '/streams/v1/queries', { ...sameHashReset, config_hash: 'h2' });
+    assert.equal(reset.status, 200, JSON.stringify(reset.body));
+    assert.deepEqual([reset.body.query_id, reset.body.reset], [queryId, true]);
+    const stateGet = () =>
+      api.call('POST', '/streams/v1/state/get', { query_id: queryId, partition_id: 'p' });
+    assert.deepEqual((await stateGet()).body.rows, []);
+    const cycle = await api.call('POST', '/streams/v1/cycle', {
+      query_id: queryId,
+      partition_id: 'p',
+      state_ops: [{ type: 'upsert', key: 'new', value: 2 }],
+    });
+    assert.equal(cycle.body.success, true, JSON.stringify(cycle.body));
+    assert.deepEqual(
+      (await stateGet()).body.rows.map((row: { key: string }) => row.key),
+      ['new'],
+    );
   });
 });
 
@@ -200,6 +303,33 @@ describe('slot group per namespace (BROKER_REDIS_SLOT_GROUP=namespace)', () => {
     assert.match(refused.body.error, /different Redis Cluster slots/);
     assert.equal((await api.pop(elsewhere)).status, 204);
     assert.equal((await api.ack({ ...pick(next), status: 'completed' })).body[0].repeat, false);
+  });
+
+  test('a streams query whose source and sink share a namespace commits state, sink push and ack in one script', async () => {
+    const { api } = suite;
+    const queue = queueFamily('st-ns');
+    await api.push([{ queue: queue('source'), payload: 'in', transactionId: 's1' }]);
+    const registered = await api.call('POST', '/streams/v1/queries', {
+      name: queueName('st-ns-q'),
+      source_queue: queue('source'),
+      sink_queue: queue('sink'),
+      config_hash: 'h1',
+    });
+    assert.equal(registered.status, 200, JSON.stringify(registered.body));
+    const group = `streams.${registered.body.name}`;
+    const popped = await popOne(api, queue('source'), `consumerGroup=${encodeURIComponent(group)}`);
+    const cycle = await api.call('POST', '/streams/v1/cycle', {
+      query_id: registered.body.query_id,
+      partition_id: popped.partitionId,
+      consumer_group: group,
+      state_ops: [{ type: 'upsert', key: 'k', value: 1 }],
+      push_items: [{ queue: queue('sink'), payload: 'out', transactionId: 'o1' }],
+      ack: { transactionId: 's1', leaseId: popped.leaseId, status: 'completed', count: 1 },
+    });
+    assert.equal(cycle.body.success, true, JSON.stringify(cycle.body));
+    assert.equal(cycle.body.push_results[0].status, 'queued');
+    assert.equal((await popOne(api, queue('sink'))).data, 'out');
+    assert.equal((await api.pop(queue('source'), `consumerGroup=${encodeURIComponent(group)}`)).status, 204);
   });
 });
 

@@ -6,6 +6,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { RedisServer, ReplyLossProxy, scriptCall, uniquePrefix } from '@herald/testkit';
+import { Redis } from 'ioredis';
 import type { Broker } from '../src/index.js';
 import { loadBrokerScripts } from '../src/scripts.js';
 import { client, queueName, startTestBroker } from './helpers.js';
@@ -22,12 +23,13 @@ describe('streams scripts under a lost reply (redis)', () => {
   let proxy: ReplyLossProxy;
   let broker: Broker;
   let api: ReturnType<typeof client>;
+  const prefix = uniquePrefix('st-resend');
   before(async () => {
     server = await RedisServer.start();
     proxy = await ReplyLossProxy.start({ port: server.port });
     broker = await startTestBroker('redis', {
       REDIS_URL: proxy.url,
-      BROKER_KEY_PREFIX: uniquePrefix('st-resend'),
+      BROKER_KEY_PREFIX: prefix,
     });
     api = client(broker.url);
   });
@@ -104,5 +106,48 @@ describe('streams scripts under a lost reply (redis)', () => {
       state.body.rows.map((row: any) => [row.key, row.value]),
       [['sum', { acc: 3 }]],
     );
+  });
+
+  test('reset: a resent drop deletes the old generation once; the new one starts empty', async () => {
+    const redis = new Redis(server.url);
+    try {
+      const name = queueName('st-resend-drop');
+      const register = (body: Record<string, unknown>) =>
+        api.call('POST', '/streams/v1/queries', { name, source_queue: 'src', ...body });
+      const queryId = (await register({ config_hash: 'h1' })).body.query_id;
+      const upsert = (key: string) =>
+        api.call('POST', '/streams/v1/cycle', {
+          query_id: queryId,
+          partition_id: 'p',
+          state_ops: [{ type: 'upsert', key, value: 1 }],
+        });
+      assert.equal((await upsert('old')).body.success, true);
+      // Generation 0 keeps the layout of the first release: existing state stays readable.
+      assert.deepEqual(await redis.hkeys(`${prefix}streams:{${queryId}}:s:p`), ['old']);
+
+      const lost = proxy.loseNextReply(script('streams-drop'));
+      const reply = await register({ config_hash: 'h2', reset: true });
+      await lost;
+      assert.equal(reply.status, 200);
+      assert.equal(reply.body.reset, true);
+      assert.deepEqual(await redis.keys(`${prefix}streams:{${queryId}}:s:*`), [], 'generation 0 dropped');
+      const rows = async () =>
+        (
+          await api.call('POST', '/streams/v1/state/get', { query_id: queryId, partition_id: 'p' })
+        ).body.rows.map((row: { key: string }) => row.key);
+      assert.deepEqual(await rows(), []);
+      assert.equal((await upsert('new')).body.success, true);
+      assert.deepEqual(await rows(), ['new']);
+      const metrics = await (await fetch(`${broker.url}/metrics`)).text();
+      assert.match(
+        metrics,
+        new RegExp(
+          `^herald_broker_streams_state_rows\\{query="${name.replaceAll('.', '\\.')}"[^}]*\\} 1$`,
+          'm',
+        ),
+      );
+    } finally {
+      redis.disconnect();
+    }
   });
 });

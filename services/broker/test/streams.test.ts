@@ -5,16 +5,13 @@
  */
 import assert from 'node:assert/strict';
 import { after, describe, test } from 'node:test';
-import { stopTestRedis, testTopology, waitFor } from '@herald/testkit';
+import { stopTestRedis, uniquePrefix, waitFor } from '@herald/testkit';
 import { STREAMS_LIMITS } from '../src/streams/limits.js';
-import { BACKENDS, brokerSuite, client, queueName, startTestBroker } from './helpers.js';
+import { BACKENDS, brokerSuite, client, queueFamily, queueName, startTestBroker } from './helpers.js';
 
 after(() => stopTestRedis());
 
-/** Streams are not offered on Redis Cluster (501: slots.test.ts checks the refusal). */
-const STREAMS_BACKENDS = BACKENDS.filter((backend) => backend === 'memory' || testTopology() !== 'cluster');
-
-for (const backend of STREAMS_BACKENDS) {
+for (const backend of BACKENDS) {
   describe(`streams API (${backend})`, () => {
     const suite = brokerSuite(backend);
 
@@ -24,8 +21,9 @@ for (const backend of STREAMS_BACKENDS) {
 
     /** A registered query over a fresh source queue holding `count` messages, and their pop. */
     async function setup(count: number, options: Record<string, unknown> = {}) {
-      const source = queueName('st-src');
-      const sink = queueName('st-sink');
+      const queue = queueFamily('st');
+      const source = queue('src');
+      const sink = queue('sink');
       await suite.api.configure(source, { leaseTime: 60, ...options });
       const registered = await register({
         name: queueName('st-query'),
@@ -52,6 +50,7 @@ for (const backend of STREAMS_BACKENDS) {
         messages = popped.body.messages;
       }
       return {
+        queue,
         source,
         sink,
         group,
@@ -63,7 +62,7 @@ for (const backend of STREAMS_BACKENDS) {
 
     test('registration is idempotent by name and config_hash; a changed hash is 409 unless reset', async () => {
       const name = queueName('st-reg');
-      const body = { name, source_queue: 'src', sink_queue: 'sink', config_hash: 'abc' };
+      const body = { name, source_queue: 'st.src', sink_queue: 'st.sink', config_hash: 'abc' };
       const first = await register(body);
       assert.equal(first.status, 200);
       assert.equal(first.body.success, true);
@@ -171,8 +170,8 @@ for (const backend of STREAMS_BACKENDS) {
     });
 
     test('sink pushes keep their order per queue and answer in input order, duplicates included', async () => {
-      const { queryId, sink } = await setup(0);
-      const other = queueName('st-sink2');
+      const { queryId, sink, queue } = await setup(0);
+      const other = queue('sink2');
       const reply = await cycle({
         query_id: queryId,
         partition_id: 'p',
@@ -452,7 +451,7 @@ for (const backend of STREAMS_BACKENDS) {
   });
 }
 
-for (const backend of STREAMS_BACKENDS) {
+for (const backend of BACKENDS) {
   test(`streams state gauges are capped at BROKER_METRICS_MAX_QUEUES queries, the rest under __other__ (${backend})`, async () => {
     const broker = await startTestBroker(backend, { BROKER_METRICS_MAX_QUEUES: '2' });
     try {
@@ -487,3 +486,51 @@ for (const backend of STREAMS_BACKENDS) {
     }
   });
 }
+
+describe('a reset seen by another node (redis)', () => {
+  test('a node that read the old generation reads and writes the new one after another node reset the query', async () => {
+    const prefix = uniquePrefix('st-gen');
+    const [one, two] = await Promise.all([
+      startTestBroker('redis', { BROKER_KEY_PREFIX: prefix }),
+      startTestBroker('redis', { BROKER_KEY_PREFIX: prefix }),
+    ]);
+    try {
+      const [apiOne, apiTwo] = [client(one.url), client(two.url)];
+      const name = queueName('st-gen');
+      const register = (api: typeof apiOne, body: Record<string, unknown>) =>
+        api.call('POST', '/streams/v1/queries', { name, source_queue: 'st.src', ...body });
+      const upsert = (api: typeof apiOne, queryId: string, key: string) =>
+        api.call('POST', '/streams/v1/cycle', {
+          query_id: queryId,
+          partition_id: 'p',
+          state_ops: [{ type: 'upsert', key, value: 1 }],
+        });
+      const keys = async (api: typeof apiOne, queryId: string) =>
+        (
+          await api.call('POST', '/streams/v1/state/get', { query_id: queryId, partition_id: 'p' })
+        ).body.rows.map((row: { key: string }) => row.key);
+      const queryId = (await register(apiOne, { config_hash: 'h1' })).body.query_id;
+      assert.equal((await upsert(apiOne, queryId, 'old')).body.success, true);
+      assert.deepEqual(await keys(apiOne, queryId), ['old'], 'node one knows generation 0');
+
+      const reset = await register(apiTwo, { config_hash: 'h2', reset: true });
+      assert.deepEqual([reset.status, reset.body.reset], [200, true]);
+      assert.deepEqual(await keys(apiOne, queryId), [], 'node one reads the new generation');
+      assert.equal((await upsert(apiOne, queryId, 'new')).body.success, true);
+      assert.deepEqual(await keys(apiTwo, queryId), ['new'], 'node one wrote into the new generation');
+
+      // A second reset from node two while node one still holds generation 1 for its cycles.
+      assert.equal((await register(apiTwo, { config_hash: 'h3', reset: true })).body.reset, true);
+      assert.equal((await upsert(apiOne, queryId, 'newer')).body.success, true);
+      assert.deepEqual(await keys(apiTwo, queryId), ['newer']);
+      const metrics = await (await fetch(`${two.url}/metrics`)).text();
+      const rows = metrics.match(/^herald_broker_streams_state_rows\{query="([^"]+)"[^}]*\} (\d+)$/gm) ?? [];
+      assert.deepEqual(
+        rows.filter((line) => line.includes(`"${name}"`)).map((line) => line.split(' ').at(-1)),
+        ['1'],
+      );
+    } finally {
+      await Promise.all([one.close(), two.close()]);
+    }
+  });
+});

@@ -82,6 +82,40 @@ for (const [topology, start] of Object.entries(TOPOLOGIES)) {
       );
     });
 
+    test('a streams cycle (state, sink push, source ack) on one node, its state read on the other', async () => {
+      const namespace = queueName('topo-st').replaceAll('.', '-');
+      const source = `${namespace}.source`;
+      const sink = `${namespace}.sink`;
+      assert.equal((await first.push([{ queue: source, payload: 'in', transactionId: 't1' }])).status, 201);
+      const registered = await first.call('POST', '/streams/v1/queries', {
+        name: `${namespace}-query`,
+        source_queue: source,
+        sink_queue: sink,
+        config_hash: 'h1',
+      });
+      assert.equal(registered.status, 200, JSON.stringify(registered.body));
+      const group = `streams.${registered.body.name}`;
+      const popped = (await first.pop(source, `consumerGroup=${encodeURIComponent(group)}`)).body.messages[0];
+      const cycle = await first.call('POST', '/streams/v1/cycle', {
+        query_id: registered.body.query_id,
+        partition_id: popped.partitionId,
+        consumer_group: group,
+        state_ops: [{ type: 'upsert', key: 'count', value: { n: 1 } }],
+        push_items: [{ queue: sink, payload: 'out', transactionId: 'o1' }],
+        ack: { transactionId: 't1', leaseId: popped.leaseId, status: 'completed', count: 1 },
+      });
+      assert.equal(cycle.body.success, true, JSON.stringify(cycle.body));
+      const state = await second.call('POST', '/streams/v1/state/get', {
+        query_id: registered.body.query_id,
+        partition_id: popped.partitionId,
+      });
+      assert.deepEqual(
+        state.body.rows.map((row: { key: string; value: unknown }) => [row.key, row.value]),
+        [['count', { n: 1 }]],
+      );
+      assert.equal((await second.pop(sink)).body.messages[0].data, 'out');
+    });
+
     test('a pop parked on one node is woken by a push through the other', async () => {
       const queue = queueName('topo-wake');
       const pop = first.pop(queue, 'wait=true&timeout=30000');

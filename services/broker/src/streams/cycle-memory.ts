@@ -21,7 +21,7 @@ import type { CycleQueueSide, PrepareCycle } from './types.js';
 
 /**
  * The queue side of a streams cycle on the in-process backend, with the same rules as
- * lua/streams-cycle-0.lua: checks the sink pushes and the source ack without changing anything,
+ * lua/streams-cycle-2.lua: checks the sink pushes and the source ack without changing anything,
  * and returns what applies them, so the caller (streams/memory.ts) applies state and queues in
  * one synchronous step.
  */
@@ -48,7 +48,7 @@ export function prepareMemoryCycle(
     }
     located = { ...found, consumer, message };
   }
-  // As lua/streams-cycle-0.lua: a clear sink payload for an encrypted queue is refused.
+  // As lua/streams-cycle-2.lua: a clear sink payload for an encrypted queue is refused.
   const unsealed = unsealedQueue(store, pushItems);
   if (unsealed !== undefined) throw encryptionChanged(unsealed);
   const full = checkCapacity(store, countFresh(store, pushItems));

@@ -11,8 +11,8 @@ import type {
 } from './types.js';
 
 /*
- * Streams state on the in-process backend: the same rules as lua/streams-register-0.lua and
- * lua/streams-cycle-0.lua on plain maps. Each method runs synchronously between two awaits,
+ * Streams state on the in-process backend: the same rules as lua/streams-register-1.lua and
+ * lua/streams-cycle-2.lua on plain maps. Each method runs synchronously between two awaits,
  * which makes a cycle (state, sink pushes, source ack) atomic as the Lua script is.
  */
 

@@ -1,6 +1,8 @@
 import type { RedisClient } from '@herald/redis';
 import { encryptionChanged } from '../errors.js';
 import { namespaceAndTask, partitionIdOf } from '../identifiers.js';
+import { forEachBounded, QUEUES_IN_FLIGHT } from '../redis/bounded.js';
+import { slotTag } from '../redis/context.js';
 import { pushItemArguments } from '../redis/push.js';
 import type { PushResult } from '../storage.js';
 import { STREAMS_LIMITS } from './limits.js';
@@ -17,10 +19,15 @@ import type {
 /** What the streams side needs from RedisStorage (its connection, scripts and indexes). */
 export interface RedisStreamsHost {
   readonly redis: RedisClient;
-  /** `<prefix>streams:` */
-  readonly streamsBase: string;
-  run(name: string, args: (string | number)[]): Promise<unknown>;
-  /** `<prefix>{<queue>}:` */
+  /** `<prefix>streams:`, or `<prefix>{streams}:` where slots are enforced (one slot for the registry). */
+  readonly registryBase: string;
+  /**
+   * Redis Cluster's one-slot rule is enforced: a query's state lives in its home queue's slot,
+   * and a cycle's queues must share that slot (docs/broker.md, "Streams").
+   */
+  readonly oneSlot: boolean;
+  run(name: string, keys: string[], args: (string | number)[]): Promise<unknown>;
+  /** `<prefix>{<queue>}:` (or the queue's key under its slot group's tag) */
   base(queue: string): string;
   /** Queue and partition of a partition id, undefined when unknown. */
   resolvePartition(partitionId: string): Promise<[string, string] | undefined>;
@@ -30,8 +37,36 @@ export interface RedisStreamsHost {
   notify(queues: Iterable<readonly [string, number]>): void;
 }
 
+/** The registry's record of a query, as lua/streams-register-1.lua writes it. */
+interface QueryRecord {
+  id: string;
+  source: string;
+  /** State generation: a reset starts the next one (absent before resets existed: 0). */
+  gen?: number;
+  /** The queue whose slot holds the state (absent on records older than slots: the source). */
+  home?: string;
+}
+
+/** Where one generation of a query's state lives (lua/streams-cycle-2.lua's KEYS and fields). */
+interface QueryLocation {
+  id: string;
+  gen: number;
+  home: string;
+  /** KEYS[1] of the cycle and drop scripts. */
+  queryBase: string;
+  /** The generation's keys: the query base itself for generation 0. */
+  stateBase: string;
+  statsKey: string;
+  /** The stats hash fields' suffix: the id, `<id>:<gen>` after a reset. */
+  field: string;
+}
+
+/** A cycle refused because a reset started a new generation meanwhile is tried again this often. */
+const STALE_ATTEMPTS = 5;
+
 interface LuaCycleAnswer {
-  unknown?: true;
+  /** The query was reset since its generation was read: nothing applied. */
+  stale?: true;
   /** A sink queue has encryptionEnabled and a push to it was not sealed: nothing applied. */
   clear?: string;
   ok?: boolean;
@@ -51,57 +86,142 @@ interface LuaPush {
 }
 
 /**
- * Streams on Redis: registration and cycles are one Lua script each
- * (lua/streams-register-0.lua, lua/streams-cycle-0.lua, where the key layout is listed);
- * state reads are plain hash reads.
+ * Streams on Redis: registration and cycles are one Lua script each (lua/streams-register-1.lua,
+ * lua/streams-cycle-2.lua, where the key layout is listed); state reads are plain hash reads.
+ * The registry (query name → record, id → name) is one slot; a query's state, cycle answers and
+ * stats are in another: under the query's own hash tag, or where slots are enforced in its home
+ * queue's slot, so one script covers state, source ack and sink pushes (docs/broker.md, "Streams").
  */
 export class RedisStreams implements StreamsStorage {
+  /** Queries are never deleted: a location stays valid until a reset starts a new generation. */
+  private readonly locations = new Map<string, QueryLocation>();
+
   constructor(private readonly host: RedisStreamsHost) {}
 
-  private queryBase(queryId: string): string {
-    return `${this.host.streamsBase}{${queryId}}:`;
+  private locate(record: QueryRecord): QueryLocation {
+    const gen = record.gen ?? 0;
+    const home = record.home ?? record.source;
+    const queryBase = this.host.oneSlot
+      ? `${this.host.base(home)}~streams:${record.id}:`
+      : `${this.host.registryBase}{${record.id}}:`;
+    const location = {
+      id: record.id,
+      gen,
+      home,
+      queryBase,
+      stateBase: gen === 0 ? queryBase : `${queryBase}g${gen}:`,
+      statsKey: this.host.oneSlot ? `${queryBase}stats` : `${this.host.registryBase}stats`,
+      field: gen === 0 ? record.id : `${record.id}:${gen}`,
+    };
+    this.locations.set(record.id, location);
+    return location;
+  }
+
+  /** The query's location, from the registry when not known or `fresh`; undefined: no such query. */
+  private async location(queryId: string, fresh = false): Promise<QueryLocation | undefined> {
+    const known = fresh ? undefined : this.locations.get(queryId);
+    if (known) return known;
+    const name = await this.host.redis.hget(`${this.host.registryBase}ids`, queryId);
+    if (name === null) return undefined;
+    const raw = await this.host.redis.hget(`${this.host.registryBase}queries`, name);
+    return raw === null ? undefined : this.locate(JSON.parse(raw) as QueryRecord);
+  }
+
+  /** Deletes the generations below the current one (lua/streams-drop-2.lua); a no-op when none. */
+  private async drop(location: QueryLocation): Promise<void> {
+    await this.host.run('streams-drop', [location.queryBase, location.statsKey], [location.gen, location.id]);
   }
 
   async register(registration: QueryRegistration): Promise<RegisterOutcome> {
-    const reply = await this.host.run('streams-register', [
-      this.host.streamsBase,
-      registration.name,
-      registration.sourceQueue,
-      registration.sinkQueue ?? '',
-      registration.configHash,
-      registration.reset ? '1' : '0',
-      registration.requestId,
-      STREAMS_LIMITS.maxQueries,
-    ]);
+    const { sourceQueue, sinkQueue } = registration;
+    const sourceTag = this.host.oneSlot ? slotTag(this.host.base(sourceQueue)) : '';
+    if (this.host.oneSlot && sinkQueue && slotTag(this.host.base(sinkQueue)) !== sourceTag) {
+      return { success: false, conflict: 'slot', queryId: null, error: outsideSlot(sinkQueue, sourceQueue) };
+    }
+    const reply = await this.host.run(
+      'streams-register',
+      [this.host.registryBase],
+      [
+        registration.name,
+        sourceQueue,
+        sinkQueue ?? '',
+        registration.configHash,
+        registration.reset ? '1' : '0',
+        registration.requestId,
+        STREAMS_LIMITS.maxQueries,
+        sourceTag,
+      ],
+    );
     const answer = JSON.parse(String(reply)) as {
       success: boolean;
       query_id?: string;
       fresh?: boolean;
       reset?: boolean;
-      conflict?: 'hash' | 'full';
+      gen?: number;
+      home?: string;
+      previous_home?: string;
+      conflict?: 'hash' | 'full' | 'slot';
       error?: string;
     };
-    if (answer.success) {
+    if (!answer.success) {
       return {
-        success: true,
-        queryId: answer.query_id as string,
-        fresh: answer.fresh === true,
-        reset: answer.reset === true,
+        success: false,
+        conflict: answer.conflict ?? 'hash',
+        queryId: answer.query_id ?? null,
+        error: answer.error ?? 'registration refused',
       };
     }
-    return {
-      success: false,
-      conflict: answer.conflict ?? 'hash',
-      queryId: answer.query_id ?? null,
-      error: answer.error ?? 'registration refused',
-    };
+    const queryId = answer.query_id as string;
+    const record = { id: queryId, source: sourceQueue, gen: answer.gen ?? 0, home: answer.home };
+    // Every registration finishes any reset's drop (this one's, or one whose node died before it).
+    if (answer.previous_home) await this.drop(this.locate({ ...record, home: answer.previous_home }));
+    await this.drop(this.locate(record));
+    return { success: true, queryId, fresh: answer.fresh === true, reset: answer.reset === true };
   }
 
   async cycle(input: CycleInput): Promise<CycleOutcome | undefined> {
+    let location = await this.location(input.queryId);
+    if (!location) return undefined;
+    for (const item of input.pushItems) {
+      await this.host.register(item.queue, [[item.partition, partitionIdOf(item.queue, item.partition)]]);
+    }
+    let source: [string, string] | undefined;
+    if (input.ack) {
+      source = await this.host.resolvePartition(input.partitionId);
+      // Checked before the script: an unknown partition is the ack's 'Message not found'.
+      if (!source) return { success: false, error: 'Message not found' };
+    }
+    for (let attempt = 1; attempt <= STALE_ATTEMPTS; attempt++) {
+      const outcome = await this.commit(input, location, source);
+      if (outcome !== 'stale') return outcome;
+      location = await this.location(input.queryId, true);
+      if (!location) return undefined;
+    }
+    return {
+      success: false,
+      error: 'the query was reset while the cycle ran; nothing applied, send it again',
+    };
+  }
+
+  /** One run of the cycle script at `location`; 'stale': a reset started a newer generation. */
+  private async commit(
+    input: CycleInput,
+    location: QueryLocation,
+    source: [string, string] | undefined,
+  ): Promise<CycleOutcome | 'stale'> {
+    const keys = [location.queryBase, location.statsKey];
+    const slot = slotTag(location.queryBase);
+    /** KEYS index of a queue's base (declared once each); undefined: outside the state's slot. */
+    const keyOf = (queue: string): number | undefined => {
+      const base = this.host.base(queue);
+      if (this.host.oneSlot && slotTag(base) !== slot) return undefined;
+      const index = keys.indexOf(base);
+      return index >= 0 ? index + 1 : keys.push(base);
+    };
     const args: (string | number)[] = [
-      this.host.streamsBase,
       input.cycleId,
-      input.queryId,
+      location.field,
+      location.gen,
       input.partitionId,
       STREAMS_LIMITS.cycleMemorySeconds,
       STREAMS_LIMITS.maxStateRowsPerShard,
@@ -112,32 +232,25 @@ export class RedisStreams implements StreamsStorage {
       args.push(op.type === 'upsert' ? 'u' : 'd', op.key, op.type === 'upsert' ? op.value : '');
     }
     args.push(input.pushItems.length);
-    const sinkQueues = new Map<string, number>();
     for (const item of input.pushItems) {
-      const partitionId = partitionIdOf(item.queue, item.partition);
-      await this.host.register(item.queue, [[item.partition, partitionId]]);
+      const key = keyOf(item.queue);
+      if (key === undefined) return { success: false, error: outsideSlot(item.queue, location.home) };
       const { namespace, task } = namespaceAndTask(item.queue);
       args.push(
-        this.host.base(item.queue),
+        key,
         namespace,
         task,
         item.queue,
-        ...pushItemArguments(item, partitionId),
+        ...pushItemArguments(item, partitionIdOf(item.queue, item.partition)),
       );
     }
-    let sourceQueue: string | null = null;
-    if (input.ack) {
-      const source = await this.host.resolvePartition(input.partitionId);
-      // Checked before the script: an unknown partition is the ack's 'Message not found'.
-      if (!source)
-        return (await this.queryExists(input.queryId))
-          ? { success: false, error: 'Message not found' }
-          : undefined;
-      sourceQueue = source[0];
+    if (input.ack && source) {
+      const key = keyOf(source[0]);
+      if (key === undefined) return { success: false, error: outsideSlot(source[0], location.home) };
       const { ack } = input;
       args.push(
         '1',
-        this.host.base(source[0]),
+        key,
         encodeURIComponent(source[1]),
         encodeURIComponent(input.group),
         ack.transactionId,
@@ -150,11 +263,13 @@ export class RedisStreams implements StreamsStorage {
     } else {
       args.push('0');
     }
-    const answer = JSON.parse(String(await this.host.run('streams-cycle', args))) as LuaCycleAnswer;
-    if (answer.unknown) return undefined;
+    const answer = JSON.parse(String(await this.host.run('streams-cycle', keys, args))) as LuaCycleAnswer;
+    if (answer.stale) return 'stale';
     // PayloadEncryption.store reads the option again, seals and sends the cycle once more.
     if (answer.clear !== undefined) throw encryptionChanged(answer.clear);
     if (!answer.ok) return { success: false, error: answer.error ?? 'cycle refused' };
+    const sourceQueue = source?.[0] ?? null;
+    const sinkQueues = new Map<string, number>();
     const pushes = Array.isArray(answer.pushes) ? answer.pushes : [];
     const pushResults: PushResult[] = pushes.map((push, index) => {
       if (push.queued === 1) sinkQueues.set(push.queue, 1);
@@ -188,39 +303,61 @@ export class RedisStreams implements StreamsStorage {
     };
   }
 
-  private async queryExists(queryId: string): Promise<boolean> {
-    return (await this.host.redis.hexists(`${this.host.streamsBase}ids`, queryId)) === 1;
-  }
-
   async state(queryId: string, partitionId: string, keys: string[]): Promise<StateRow[] | undefined> {
-    if (!(await this.queryExists(queryId))) return undefined;
-    const shard = `${this.queryBase(queryId)}s:${partitionId}`;
-    const rows: StateRow[] = [];
-    const add = (key: string, stored: string | null) => {
-      if (stored === null) return;
-      const space = stored.indexOf(' ');
-      rows.push({ key, value: stored.slice(space + 1), updatedAt: Number(stored.slice(0, space)) });
-    };
-    if (keys.length === 0) {
-      for (const [key, stored] of Object.entries(await this.host.redis.hgetall(shard))) add(key, stored);
-    } else {
-      const values = await this.host.redis.hmget(shard, ...keys);
-      keys.forEach((key, index) => {
-        add(key, values[index] ?? null);
-      });
+    let location = await this.location(queryId);
+    for (let attempt = 1; location && attempt <= STALE_ATTEMPTS; attempt++) {
+      // The generation marker in the same transaction: a newer one means a reset dropped this one.
+      const shard = `${location.stateBase}s:${partitionId}`;
+      const read = this.host.redis.multi().get(`${location.queryBase}gen`);
+      if (keys.length === 0) read.hgetall(shard);
+      else read.hmget(shard, ...keys);
+      const replies = (await read.exec()) ?? [];
+      for (const [error] of replies) if (error) throw error;
+      if (Number(replies[0]?.[1] ?? 0) <= location.gen) {
+        return stateRows(keys, replies[1]?.[1] as Record<string, string> | (string | null)[]);
+      }
+      location = await this.location(queryId, true);
     }
-    return rows;
+    return location ? [] : undefined;
   }
 
   async stats(): Promise<QueryStateStats[]> {
-    const [names, stats] = await Promise.all([
-      this.host.redis.hgetall(`${this.host.streamsBase}ids`),
-      this.host.redis.hgetall(`${this.host.streamsBase}stats`),
-    ]);
-    return Object.entries(names).map(([id, query]) => ({
-      query,
-      rows: Number(stats[`r:${id}`] ?? 0),
-      bytes: Number(stats[`b:${id}`] ?? 0),
-    }));
+    const records = Object.entries(await this.host.redis.hgetall(`${this.host.registryBase}queries`)).map(
+      ([query, raw]) => ({ query, location: this.locate(JSON.parse(raw) as QueryRecord) }),
+    );
+    const counts = new Map<string, (string | null)[]>();
+    if (this.host.oneSlot) {
+      await forEachBounded(records, QUEUES_IN_FLIGHT, async ({ location }) => {
+        const { statsKey, field } = location;
+        counts.set(location.id, await this.host.redis.hmget(statsKey, `r:${field}`, `b:${field}`));
+      });
+    } else {
+      const all = await this.host.redis.hgetall(`${this.host.registryBase}stats`);
+      for (const { location } of records) {
+        counts.set(location.id, [all[`r:${location.field}`] ?? null, all[`b:${location.field}`] ?? null]);
+      }
+    }
+    return records.map(({ query, location }) => {
+      const [rows, bytes] = counts.get(location.id) ?? [];
+      return { query, rows: Number(rows ?? 0), bytes: Number(bytes ?? 0) };
+    });
   }
 }
+
+/** The rows of a shard read, in `keys`' order (every row of the hash when `keys` is empty). */
+function stateRows(keys: string[], read: Record<string, string> | (string | null)[]): StateRow[] {
+  const entries: [string, string | null][] = Array.isArray(read)
+    ? keys.map((key, index) => [key, read[index] ?? null])
+    : Object.entries(read);
+  const rows: StateRow[] = [];
+  for (const [key, stored] of entries) {
+    if (stored === null) continue;
+    const space = stored.indexOf(' ');
+    rows.push({ key, value: stored.slice(space + 1), updatedAt: Number(stored.slice(0, space)) });
+  }
+  return rows;
+}
+
+const outsideSlot = (queue: string, home: string) =>
+  `queue '${queue}' is not in the Redis Cluster slot of queue '${home}', where this query keeps its state: ` +
+  'a query\'s source and sink queues must share a slot (BROKER_REDIS_SLOT_GROUP=namespace and one namespace; docs/broker.md, "Streams")';

@@ -18,7 +18,7 @@ export interface QueryRegistration {
 
 export type RegisterOutcome =
   | { success: true; queryId: string; fresh: boolean; reset: boolean }
-  | { success: false; conflict: 'hash' | 'full'; queryId: string | null; error: string };
+  | { success: false; conflict: 'hash' | 'full' | 'slot'; queryId: string | null; error: string };
 
 export type StateOp = { type: 'upsert'; key: string; value: string } | { type: 'delete'; key: string };
 

@@ -1,38 +1,49 @@
 --[[
   Commits one streams cycle (docs/broker.md, "Streams"): state upserts/deletes of one
   (query, partition) shard, pushes to sink queues and the ack of the source batch, all or
-  nothing: every check runs first, nothing is written unless all pass. Takes no KEYS because
-  a cycle spans the query's keys, the source queue and the sink queues: standalone Redis only
-  (on Redis Cluster these live in different slots; see docs/broker.md, "Streams").
-  ARGV[1]  streams base: <prefix>streams:
-  ARGV[2]  cycle id (SHA-256 of the request's canonical body)
-  ARGV[3]  query id            ARGV[4] shard (the source partition id as sent)
+  nothing: every check runs first, nothing is written unless all pass. Where slots are
+  enforced (Redis Cluster) every key below shares one hash tag: the node refuses a cycle whose
+  queues are in another slot than the query's state before running this (streams/redis.ts).
+  KEYS[1]  query base: <prefix>streams:{<id>}: or, where slots are enforced,
+           <home queue base>~streams:<id>:. Generation g > 0 of the state lives under
+           KEYS[1] .. 'g<g>:', generation 0 under KEYS[1]; KEYS[1] .. 'gen' is the lowest live
+           generation (streams-drop-2.lua); KEYS[1] .. 'cy:<cycle id>' the committed answers
+  KEYS[2]  the stats hash: fields r:<field>, b:<field> (rows, bytes of the generation)
+  KEYS[3..] the base of each queue the cycle pushes to or acks, once each
+  ARGV[1]  cycle id (SHA-256 of the request's canonical body)
+  ARGV[2]  stats field: the query id, '<id>:<g>' for a generation g > 0
+  ARGV[3]  the generation the node read from the registry   ARGV[4] shard (the source partition id)
   ARGV[5]  seconds a committed answer is kept      ARGV[6] max rows   ARGV[7] max bytes (shard)
   ARGV[8]  n state ops, then n x { 'u'|'d', key, value JSON ('' for 'd') }
-  then     m pushes, then m x { base, namespace, task, queue, partition (URI-encoded),
-                                partitionId, transactionId, messageId, traceId, data, producerSub }
-  then     '1' + ack { base, partition (URI-encoded), group (URI-encoded), transactionId, leaseId
-                       ('' = none), status (completed|success|failed|dlq), count, error,
-                       release ('1'|'0') }, or '0' when the cycle acks nothing
-  Returns JSON text: {"unknown":true} (no such query), {"ok":false,"error":...} (nothing
+  then     m pushes, then m x { key index of the sink queue's base, namespace, task, queue,
+                                partition (URI-encoded), partitionId, transactionId, messageId,
+                                traceId, data, producerSub }
+  then     '1' + ack { key index of the source queue's base, partition (URI-encoded), group
+                       (URI-encoded), transactionId, leaseId ('' = none), status
+                       (completed|success|failed|dlq), count, error, release ('1'|'0') },
+           or '0' when the cycle acks nothing
+  Returns JSON text: {"stale":true} (the query was reset since the node read its generation:
+  nothing applied, the node reads the registry again), {"ok":false,"error":...} (nothing
   applied), {"clear":<queue>} (a sink queue has encryptionEnabled and a push to it is not
   sealed: the node read the option before it was turned on; nothing applied, the node seals
   and sends the cycle again), or {"ok":true,"applied":n,"pushes":[...],"ack":{...}|false}.
   Resend-safe (shared/redis/README.md): a committed cycle's answer is stored under its cycle id
   (a hash of the request body) for ARGV[5] seconds; a second run, a resent script or a client
   retrying the same body, finds it and answers it without applying anything again. A refusal
-  ("ok":false, "clear") writes nothing, so a resend refuses again.
+  ("ok":false, "clear", "stale") writes nothing, so a resend refuses again.
 ]]
 --@include broker
 
-local sbase, cycle_id, query_id, shard = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+local qbase, stats = KEYS[1], KEYS[2]
+local cycle_id, field, gen, shard = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4]
 local memory, max_rows, max_bytes = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
-local qbase = sbase .. '{' .. query_id .. '}:'
 local memo_key = qbase .. 'cy:' .. cycle_id
 
 local memo = redis.call('GET', memo_key)
 if memo then return memo end
-if redis.call('HEXISTS', sbase .. 'ids', query_id) == 0 then return cjson.encode({ unknown = true }) end
+if gen < tonumber(redis.call('GET', qbase .. 'gen') or '0') then return cjson.encode({ stale = true }) end
+local sbase = qbase
+if gen > 0 then sbase = qbase .. 'g' .. gen .. ':' end
 
 local i = 8
 local ops = {}
@@ -43,15 +54,17 @@ end
 i = i + 1
 local pushes = {}
 for _ = 1, tonumber(ARGV[i]) do
-  pushes[#pushes + 1] = { base = ARGV[i + 1], namespace = ARGV[i + 2], task = ARGV[i + 3], queue = ARGV[i + 4],
+  pushes[#pushes + 1] = { key = tonumber(ARGV[i + 1]), base = KEYS[tonumber(ARGV[i + 1])], namespace = ARGV[i + 2], task = ARGV[i + 3],
+    queue = ARGV[i + 4],
     item = { ARGV[i + 5], ARGV[i + 6], ARGV[i + 7], ARGV[i + 8], ARGV[i + 9], ARGV[i + 10], ARGV[i + 11] } }
   i = i + 11
 end
 i = i + 1
 local ack = false
 if ARGV[i] == '1' then
-  ack = { base = ARGV[i + 1], p = ARGV[i + 2], g = ARGV[i + 3], txn = ARGV[i + 4], lease = ARGV[i + 5],
-    status = ARGV[i + 6], count = tonumber(ARGV[i + 7]), err = ARGV[i + 8], release = ARGV[i + 9] == '1' }
+  ack = { base = KEYS[tonumber(ARGV[i + 1])], p = ARGV[i + 2], g = ARGV[i + 3], txn = ARGV[i + 4],
+    lease = ARGV[i + 5], status = ARGV[i + 6], count = tonumber(ARGV[i + 7]), err = ARGV[i + 8],
+    release = ARGV[i + 9] == '1' }
 end
 local now = now_ms()
 local function fail(message) return cjson.encode({ ok = false, error = message }) end
@@ -74,14 +87,14 @@ if ack then
 end
 
 -- The shard after the ops: rows and bytes (key + value) against the bounds.
-local shard_key = qbase .. 's:' .. shard
+local shard_key = sbase .. 's:' .. shard
 local function row_bytes(key, stored)
   if not stored then return 0, false end
   return #key + #stored - (string.find(stored, ' ', 1, true) or 0), true
 end
 local final = {}
 local rows = redis.call('HLEN', shard_key)
-local bytes = tonumber(redis.call('HGET', qbase .. 'b', shard) or '0')
+local bytes = tonumber(redis.call('HGET', sbase .. 'b', shard) or '0')
 local rows_before, bytes_before = rows, bytes
 for _, op in ipairs(ops) do
   local known = final[op.key]
@@ -117,19 +130,20 @@ local function config_of(base)
   if not configs[base] then configs[base] = queue_config(base) end
   return configs[base]
 end
+-- Per sink queue, by its index in KEYS (3..): fresh messages, then the pushes in items' order.
 local fresh, seen = {}, {}
 for _, push in ipairs(pushes) do
-  local key = push.base .. push.item[1] .. '\n' .. push.item[3]
+  local key = push.key .. '\n' .. push.item[1] .. '\n' .. push.item[3]
   if not seen[key] and not redis.call('HGET', push.base .. 'd:' .. push.item[1], push.item[3]) then
     seen[key] = true
-    fresh[push.base] = (fresh[push.base] or 0) + 1
+    fresh[push.key] = (fresh[push.key] or 0) + 1
   end
 end
-for base, count in pairs(fresh) do
-  local cfg = config_of(base)
-  if cfg.maxSize > 0 then
-    local size = tonumber(redis.call('HGET', base .. 'stats', 'size') or '0')
-    if size + count > cfg.maxSize then return fail('Queue is full (maxSize ' .. cfg.maxSize .. ')') end
+for k = 3, #KEYS do
+  local cfg = config_of(KEYS[k])
+  if fresh[k] and cfg.maxSize > 0 then
+    local size = tonumber(redis.call('HGET', KEYS[k] .. 'stats', 'size') or '0')
+    if size + fresh[k] > cfg.maxSize then return fail('Queue is full (maxSize ' .. cfg.maxSize .. ')') end
   end
 end
 
@@ -144,37 +158,34 @@ for _, op in ipairs(ops) do
 end
 if #ops > 0 then
   if rows > 0 then
-    redis.call('SADD', qbase .. 'shards', shard)
-    redis.call('HSET', qbase .. 'b', shard, fmt(bytes))
+    redis.call('SADD', sbase .. 'shards', shard)
+    redis.call('HSET', sbase .. 'b', shard, fmt(bytes))
   else
-    redis.call('SREM', qbase .. 'shards', shard)
-    redis.call('HDEL', qbase .. 'b', shard)
+    redis.call('SREM', sbase .. 'shards', shard)
+    redis.call('HDEL', sbase .. 'b', shard)
   end
-  redis.call('HINCRBY', sbase .. 'stats', 'r:' .. query_id, rows - rows_before)
-  redis.call('HINCRBY', sbase .. 'stats', 'b:' .. query_id, bytes - bytes_before)
+  redis.call('HINCRBY', stats, 'r:' .. field, rows - rows_before)
+  redis.call('HINCRBY', stats, 'b:' .. field, bytes - bytes_before)
 end
 
 -- One push_items call per sink queue (its dedup reads and group lookups batched), in the
 -- items' order within each queue.
-local pushed, by_base, bases = {}, {}, {}
+local pushed, by_key = {}, {}
 for index, push in ipairs(pushes) do
-  local list = by_base[push.base]
-  if not list then
-    list = {}
-    by_base[push.base] = list
-    bases[#bases + 1] = push.base
-  end
-  list[#list + 1] = index
+  by_key[push.key] = by_key[push.key] or {}
+  table.insert(by_key[push.key], index)
 end
-for _, base in ipairs(bases) do
-  local list, items = by_base[base], {}
-  for j, index in ipairs(list) do items[j] = pushes[index].item end
-  local first = pushes[list[1]]
-  local results = push_items(base, items, config_of(base), now, first.namespace, first.task)
-  for j, index in ipairs(list) do
-    local push = pushes[index]
-    pushed[index] = { queue = push.queue, partitionId = push.item[2], transactionId = push.item[3],
-      queued = results[j][1], messageId = results[j][2] }
+for k = 3, #KEYS do
+  local list, items = by_key[k], {}
+  if list then
+    for j, index in ipairs(list) do items[j] = pushes[index].item end
+    local first = pushes[list[1]]
+    local results = push_items(KEYS[k], items, config_of(KEYS[k]), now, first.namespace, first.task)
+    for j, index in ipairs(list) do
+      local push = pushes[index]
+      pushed[index] = { queue = push.queue, partitionId = push.item[2], transactionId = push.item[3],
+        queued = results[j][1], messageId = results[j][2] }
+    end
   end
 end
 
