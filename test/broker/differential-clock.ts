@@ -6,11 +6,13 @@
  * clock (XADD *); its node-side code reads `Date.now()` too. Redis has no clock a test can set,
  * so the scripts given to that storage (RedisStorageOptions.scripts) are the broker's scripts
  * with those two reads pointed at a key the test writes: TIME answers the key's milliseconds
- * and XADD stamps `<ms>-*`. Everything else in the scripts is the production text.
+ * and XADD stamps `<ms>-*`. Everything else in the scripts is the production text. The key is
+ * the script's first key with CLOCK_SUFFIX, so on Redis Cluster it is in the script's slot: the
+ * test writes one per queue base (TestClock.track).
  */
 import { createHash } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
-import { loadScripts, type Redis, type ScriptSet } from '@herald/redis';
+import { loadScripts, type RedisClient, type ScriptSet } from '@herald/redis';
 
 /** The broker's Lua directory (services/broker/lua), read as production reads it. */
 const LUA_DIRECTORY = fileURLToPath(new URL('../../services/broker/lua/', import.meta.url));
@@ -18,10 +20,15 @@ const LUA_DIRECTORY = fileURLToPath(new URL('../../services/broker/lua/', import
 const TIME_CALL = "redis.call('TIME')";
 const XADD_NOW = /'XADD', ([^,]+?), '\*'/g;
 
-/** The broker's scripts with Redis TIME and XADD's clock replaced by the value of `clockKey`. */
-export function scriptsWithClock(clockKey: string): ScriptSet {
-  const key = JSON.stringify(clockKey);
-  const clockMs = `tonumber(redis.call('GET', ${key}))`;
+/** Appended to a script's KEYS[1]: the key its clock reads. */
+export const CLOCK_SUFFIX = '~test-clock';
+
+/**
+ * The broker's scripts with Redis TIME and XADD's clock replaced by the value of KEYS[1] ..
+ * CLOCK_SUFFIX (a script whose key has no clock fails: it cannot run on Redis's clock unseen).
+ */
+export function scriptsWithClock(): ScriptSet {
+  const clockMs = `tonumber(redis.call('GET', KEYS[1] .. '${CLOCK_SUFFIX}'))`;
   const time = `(function() local ms = ${clockMs} return { string.format('%.0f', math.floor(ms / 1000)), string.format('%.0f', (ms % 1000) * 1000) } end)()`;
   let timeReads = 0;
   let streamWrites = 0;
@@ -51,16 +58,22 @@ export function scriptsWithClock(clockKey: string): ScriptSet {
   return scripts;
 }
 
-/** The fake clock: Date for the node side (mocked by the caller), `clockKey` for the scripts. */
+/** The fake clock: Date for the node side (mocked by the caller), a key per queue base for the scripts. */
 export class TestClock {
   private current: number;
+  private keys: string[] = [];
   constructor(
-    private readonly redis: Redis,
-    private readonly clockKey: string,
+    private readonly redis: RedisClient,
     private readonly setDate: (ms: number) => void,
     readonly start: number,
   ) {
     this.current = start;
+  }
+
+  /** The queue bases (the scripts' KEYS[1]) whose clock keys `set` writes from now on. */
+  track(bases: readonly string[]): Promise<void> {
+    this.keys = bases.map((base) => `${base}${CLOCK_SUFFIX}`);
+    return this.set(this.current);
   }
 
   now(): number {
@@ -70,7 +83,8 @@ export class TestClock {
   async set(ms: number): Promise<void> {
     this.current = ms;
     this.setDate(ms);
-    await this.redis.set(this.clockKey, String(ms));
+    // One command per key: on Cluster the keys live in different slots.
+    await Promise.all(this.keys.map((key) => this.redis.set(key, String(ms))));
   }
 
   advance(ms: number): Promise<void> {

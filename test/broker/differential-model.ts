@@ -229,10 +229,12 @@ export class Runner {
   constructor(
     readonly storage: BrokerStorage,
     private readonly clock: TestClock,
+    /** The names of queue 0 and 1 (QUEUES; one namespace when the run needs them in one slot). */
+    private readonly queues: readonly string[] = QUEUES,
   ) {}
 
   private item(spec: PushSpec): PushItem {
-    const queue = QUEUES[spec.queue] as string;
+    const queue = this.queues[spec.queue] as string;
     const partition = PARTITIONS[spec.partition] as string;
     const transactionId = `t${spec.partition}.${spec.transaction}`;
     const number = this.messages++;
@@ -283,7 +285,7 @@ export class Runner {
     const now = this.clock.now();
     switch (operation.op) {
       case 'configure': {
-        const queue = QUEUES[operation.queue] as string;
+        const queue = this.queues[operation.queue] as string;
         const [namespace = '', task = ''] = operation.named ? ['ns', 'task'] : queue.split('.');
         return storage.configure(queue, operation.options, { namespace, task });
       }
@@ -295,7 +297,7 @@ export class Runner {
       case 'pop': {
         const group = GROUPS[operation.group] as string;
         const result = await storage.pop({
-          queue: QUEUES[operation.queue] as string,
+          queue: this.queues[operation.queue] as string,
           partition: operation.partition === null ? undefined : (PARTITIONS[operation.partition] as string),
           group,
           batch: operation.batch,
@@ -358,7 +360,7 @@ export class Runner {
         const partition =
           operation.partition === null ? undefined : (PARTITIONS[operation.partition] as string);
         return storage.seek(
-          QUEUES[operation.queue] as string,
+          this.queues[operation.queue] as string,
           GROUPS[operation.group] as string,
           partition,
           operation.target === 'end'
@@ -372,11 +374,11 @@ export class Runner {
         return storage.deleteMessage(message.partitionId, message.transactionId);
       }
       case 'deleteQueue':
-        return storage.deleteQueue(QUEUES[operation.queue] as string);
+        return storage.deleteQueue(this.queues[operation.queue] as string);
       case 'deleteGroup':
-        return storage.deleteGroup(QUEUES[operation.queue] as string, GROUPS[operation.group] as string);
+        return storage.deleteGroup(this.queues[operation.queue] as string, GROUPS[operation.group] as string);
       case 'requeue': {
-        const queue = QUEUES[operation.queue] as string;
+        const queue = this.queues[operation.queue] as string;
         const { messages } = await storage.listDeadLetters({ queue, limit: 1000, offset: 0 });
         if (messages.length === 0) return 'no dead letters';
         const ids = operation.picks.map(
@@ -398,7 +400,7 @@ export class Runner {
     const storage = this.storage;
     const queues = await storage.listQueues();
     const perQueue = await Promise.all(
-      QUEUES.map(async (queue) => ({
+      this.queues.map(async (queue) => ({
         queue,
         groups: await storage.groupsOf(queue),
         messages: await storage.listMessages({ queue, limit: 1000 }),

@@ -5,7 +5,7 @@
  */
 import { isDeepStrictEqual } from 'node:util';
 import { type BrokerStorage, MemoryStorage, RedisStorage } from '@herald/broker';
-import type { ScriptSet } from '@herald/redis';
+import type { RedisTopology, ScriptSet } from '@herald/redis';
 import { uniquePrefix } from '@herald/testkit';
 import type { TestClock } from './differential-clock.js';
 import { type Operation, Runner } from './differential-model.js';
@@ -22,9 +22,21 @@ export interface Mismatch {
 }
 
 export interface PairContext {
-  redisUrl: string;
+  topology: RedisTopology;
   scripts: ScriptSet;
   clock: TestClock;
+  /** Queue 0 and 1 of the operations (QUEUES, or two of one namespace on Redis Cluster). */
+  queues: readonly string[];
+  /** BROKER_REDIS_SLOT_GROUP of the Redis storage. */
+  slotGroup: 'queue' | 'namespace';
+}
+
+/** A queue's key base as RedisStorage builds it (storage-redis.ts `base`): its clock key's prefix. */
+function queueBase(prefix: string, queue: string, slotGroup: PairContext['slotGroup']): string {
+  if (slotGroup === 'namespace') {
+    return `${prefix}{${encodeURIComponent(queue.split('.')[0] ?? '')}}:${encodeURIComponent(queue)}:`;
+  }
+  return `${prefix}{${encodeURIComponent(queue)}}:`;
 }
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
@@ -88,17 +100,20 @@ export async function runPair(
   operations: readonly Operation[],
   context: PairContext,
 ): Promise<Mismatch | undefined> {
+  const prefix = uniquePrefix('diff');
   await context.clock.set(CLOCK_START);
+  await context.clock.track(context.queues.map((queue) => queueBase(prefix, queue, context.slotGroup)));
   const memory = new MemoryStorage();
   const redis = new RedisStorage({
-    topology: { kind: 'standalone', url: context.redisUrl },
-    prefix: uniquePrefix('diff'),
+    topology: context.topology,
+    prefix,
+    slotGroup: context.slotGroup,
     scripts: context.scripts,
     log: { warn: () => undefined, info: () => undefined },
   });
   try {
-    const memoryRunner = new Runner(memory, context.clock);
-    const redisRunner = new Runner(redis, context.clock);
+    const memoryRunner = new Runner(memory, context.clock, context.queues);
+    const redisRunner = new Runner(redis, context.clock, context.queues);
     const memoryNames = new Canonical();
     const redisNames = new Canonical();
     for (const [index, operation] of operations.entries()) {

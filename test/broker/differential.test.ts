@@ -16,10 +16,16 @@
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
 import { after, before, type TestContext, test } from 'node:test';
-import { createRedis, parseRedisOptions, type Redis, type ScriptSet } from '@herald/redis';
-import { RedisServer, uniquePrefix } from '@herald/testkit';
+import {
+  createRedis,
+  type RedisClient,
+  type RedisTopology,
+  redisTopologyFromEnv,
+  type ScriptSet,
+} from '@herald/redis';
+import { stopTestRedis, testRedisEnvironment, testTopology } from '@herald/testkit';
 import { scriptsWithClock, TestClock } from './differential-clock.js';
-import { generate, type Operation } from './differential-model.js';
+import { generate, type Operation, QUEUES } from './differential-model.js';
 import { REGRESSIONS } from './differential-regressions.js';
 import { CLOCK_START, describe, type PairContext, runPair, shrink } from './differential-run.js';
 
@@ -44,20 +50,25 @@ const seeds =
     : Array.from({ length: integer('DIFF_SEEDS', SEEDS) }, (_, index) => firstSeed + index);
 const replayText = process.env.DIFF_REPLAY;
 
-// A private Redis: the scripts here read a clock key no other test writes.
-let server: RedisServer;
-let redis: Redis;
-let scripts: ScriptSet;
-const clockKey = `${uniquePrefix('diff-clock')}now`;
+// HERALD_TEST_TOPOLOGY picks the Redis (standalone by default). On Redis Cluster a transaction
+// may only span queues of one slot: there the two queues share a namespace and the storage groups
+// slots by namespace (docs/broker.md, "Redis topologies").
+const onCluster = testTopology() === 'cluster';
+const queues = onCluster ? ['orders', 'orders.Zeta'] : QUEUES;
+const slotGroup = onCluster ? 'namespace' : 'queue';
+let topology: RedisTopology;
+let redis: RedisClient;
+const scripts: ScriptSet = scriptsWithClock();
 
 before(async () => {
-  server = await RedisServer.start();
-  redis = createRedis(parseRedisOptions(server.url, { connectionName: 'differential-clock' }));
-  scripts = scriptsWithClock(clockKey);
+  const found = redisTopologyFromEnv(await testRedisEnvironment());
+  if (!found) throw new Error('no Redis topology for the differential test');
+  topology = found;
+  redis = createRedis({ topology, connectionName: 'differential-clock' });
 });
 after(async () => {
   redis.disconnect();
-  await server.destroy();
+  await stopTestRedis();
 });
 
 async function check(label: number | 'replay', operations: Operation[], context: PairContext): Promise<void> {
@@ -70,8 +81,8 @@ async function check(label: number | 'replay', operations: Operation[], context:
 function contextFor(t: TestContext): PairContext {
   // Only Date is faked: timers stay real, so Redis replies and timeouts run as usual.
   t.mock.timers.enable({ apis: ['Date'], now: CLOCK_START });
-  const clock = new TestClock(redis, clockKey, (ms) => t.mock.timers.setTime(ms), CLOCK_START);
-  return { redisUrl: server.url, scripts, clock };
+  const clock = new TestClock(redis, (ms) => t.mock.timers.setTime(ms), CLOCK_START);
+  return { topology, scripts, clock, queues, slotGroup };
 }
 
 if (replayText !== undefined && replayText !== '') {

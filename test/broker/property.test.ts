@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { type Broker, brokerSpec, startBroker } from '@herald/broker';
 import { parseEnv } from '@herald/config';
-import { seededRandom, stopTestRedis, testRedisUrl, uniquePrefix } from '@herald/testkit';
+import { seededRandom, stopTestRedis, testRedisEnvironment, uniquePrefix } from '@herald/testkit';
 import { call } from './nodes.js';
 
 const SEED = Number(process.env.PROPERTY_SEED ?? 20_240_611);
@@ -32,7 +32,8 @@ before(async () => {
   };
   const start = (extra: Record<string, string>) =>
     startBroker(parseEnv(brokerSpec, { ...environment, ...extra }), { fastify: { logger: false } });
-  const redis = { REDIS_URL: await testRedisUrl(), BROKER_KEY_PREFIX: uniquePrefix('prop') };
+  // HERALD_TEST_TOPOLOGY picks standalone (default), Sentinel or Cluster.
+  const redis = { ...(await testRedisEnvironment()), BROKER_KEY_PREFIX: uniquePrefix('prop') };
   nodes.redis = await Promise.all([start(redis), start(redis)]);
   nodes.memory = [await start({})];
 });
