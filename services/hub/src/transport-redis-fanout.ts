@@ -24,6 +24,9 @@ import {
 } from './update.js';
 
 const PROBE_PREFIX = 'probe\n';
+
+/** Interval between end-to-end pub/sub probes while healthy (ms), unless the options say otherwise. */
+export const DEFAULT_PROBE_INTERVAL = 5000;
 const HISTORY_PAGE = 1000;
 /** Live messages held while a gap is being filled; beyond it the fill starts over. */
 const RECOVERY_BUFFER_LIMIT = 100_000;
@@ -237,7 +240,7 @@ export class RedisFanout {
         if (nodeKey === undefined || this.stopped) return;
         this.shardLost = true;
         this.onSubscriptionLost();
-        this.scheduleProbe(Math.min(500, this.options.probeInterval ?? 5000));
+        this.scheduleProbe(Math.min(500, this.options.probeInterval ?? DEFAULT_PROBE_INTERVAL));
       });
       subscriber.on('subscribersReady', () => {
         if (!this.shardLost) return;
@@ -382,7 +385,7 @@ export class RedisFanout {
       this.needsGapFill = true;
     }
     this.setVerified(ok);
-    const interval = this.options.probeInterval ?? 5000;
+    const interval = this.options.probeInterval ?? DEFAULT_PROBE_INTERVAL;
     this.scheduleProbe(ok ? interval : Math.min(500, interval));
   }
 

@@ -33,7 +33,7 @@ import type {
   TransportLog,
   UpdateListener,
 } from './transport.js';
-import { RedisFanout } from './transport-redis-fanout.js';
+import { DEFAULT_PROBE_INTERVAL, RedisFanout } from './transport-redis-fanout.js';
 import {
   compareMerged,
   decodeEntry,
@@ -41,6 +41,7 @@ import {
   readNewestEntry,
   type StreamEntry,
 } from './transport-redis-history.js';
+import { PartitionsRecord } from './transport-redis-layout.js';
 import { type PartitionKeys, RedisPublisher } from './transport-redis-publish.js';
 import { RedisSubscriptionRegistry } from './transport-redis-registry.js';
 import { type Cursor, decodeUpdate, type Position, type StoredUpdate, type Update } from './update.js';
@@ -145,6 +146,7 @@ export class RedisTransport implements Transport {
   private readonly fanout: RedisFanout;
   private readonly publishes: RedisPublisher;
   private readonly registry: RedisSubscriptionRegistry;
+  private readonly partitionsRecord: PartitionsRecord;
 
   constructor(private readonly options: RedisTransportOptions) {
     const space = keyspace(`${options.prefix}${hashTag('hub')}:`);
@@ -220,6 +222,7 @@ export class RedisTransport implements Transport {
       historySize: options.historySize,
       historyTtl: options.historyTtl,
     });
+    this.partitionsRecord = new PartitionsRecord(this.command, space.key('partitions'), this.partitions, log);
     this.registry = new RedisSubscriptionRegistry({
       command: this.command,
       reader: this.reader,
@@ -283,6 +286,7 @@ export class RedisTransport implements Transport {
   async start(listener: UpdateListener): Promise<void> {
     const { verified } = await this.fanout.start(listener);
     if (this.options.subscriptions) this.registry.start();
+    this.partitionsRecord.start(this.options.probeInterval ?? DEFAULT_PROBE_INTERVAL);
     // Boot waits for a verified pub/sub path, but not forever: a node that cannot verify it starts
     // not-ready and keeps probing.
     await replyWithin(verified, FIRST_VERIFICATION_TIMEOUT, 'first pub/sub verification').catch(
@@ -367,7 +371,7 @@ export class RedisTransport implements Transport {
     if (this.publisher.status !== 'ready') return `Redis connection ${this.publisher.status} (publisher)`;
     if (this.reader.status !== 'ready') return `Redis connection ${this.reader.status} (reader)`;
     if (!this.fanout.verified) return 'pub/sub path not verified (probe pending or failed)';
-    return undefined;
+    return this.partitionsRecord.problem;
   }
 
   addSubscriptions(records: readonly SubscriptionRecord[]): Promise<void> {
@@ -388,6 +392,7 @@ export class RedisTransport implements Transport {
 
   async stop(): Promise<void> {
     this.fanout.stop();
+    this.partitionsRecord.stop();
     await this.registry.stop();
     this.subscriber.disconnect();
     await Promise.all(
