@@ -10,15 +10,33 @@ import { type HubProcess, publishOk, SECURE, SseStream, spawnHub, subscribeUrl }
  * was even looked at), six crashed a hub, and a URL pattern's protocol part ran as a
  * backtracking RegExp for seconds. The hub runs as its own process here, so /healthz latency is
  * its event loop's, not this test's. Bounded by count; the figures are printed for the docs.
+ *
+ * "Stays responsive" is asserted without a latency threshold per /healthz answer (a 1 s bound
+ * failed on a loaded 2-core machine: scheduling delay, not the hub). Two checks instead:
+ * - ordinal: /healthz is answered, 200, while the flood runs: every poll sent while more than
+ *   `HEALTHZ_QUEUE_BOUND` flood requests were still unanswered is answered before the flood's
+ *   last answer. A hub whose event loop is held until the flood ends (or that queues health
+ *   checks behind it) fails this whatever the machine's speed;
+ * - one bound far above scheduling delay, on the whole flood: `FLOOD_BOUND_MS` for its
+ *   CLIENTS × REQUESTS_PER_CLIENT requests, i.e. 250 ms per request where the hub takes a few
+ *   ms and ce84a74 took ~1.5 s per hostile compile (six minutes for this flood). This is what
+ *   catches per-request stalls, which the ordinal check cannot: a loop held for seconds by each
+ *   request still answers /healthz between them.
  */
 after(stopTestRedis);
 
-/** Liveness bound for one /healthz answer: generous for a loaded 2-core machine (the issue's target is 100 ms). */
-const HEALTHZ_BOUND_MS = 1000;
 const CLIENTS = 8;
 const REQUESTS_PER_CLIENT = 30;
 /** Resident memory the flood may add to a hub (the old code grew ~40 MiB per hostile pattern). */
 const RSS_GROWTH_BOUND = 256 * 1024 * 1024;
+/**
+ * Flood requests that may be answered while one /healthz poll waits: each client has at most
+ * one request in flight, so a poll queued behind every one of them, twice, is still served
+ * in the flood's stride, not after it.
+ */
+const HEALTHZ_QUEUE_BOUND = 2 * CLIENTS;
+/** The whole flood's bound (see the header): far above scheduling delay, far below a stall. */
+const FLOOD_BOUND_MS = CLIENTS * REQUESTS_PER_CLIENT * 250;
 /** The hub's heap is capped too, so a regression fails the test rather than exhausting the machine. */
 const NODE_ARGUMENTS = ['--max-old-space-size=384'];
 
@@ -45,24 +63,41 @@ function rssOf(node: HubProcess): number {
   return Number(kilobytes) * 1024;
 }
 
+interface HealthzPoll {
+  readonly status: number;
+  readonly milliseconds: number;
+  /** Flood requests not yet answered when the poll was sent. */
+  readonly floodRemainingAtSend: number;
+  /** The poll was answered before the flood's last answer. */
+  readonly answeredDuringFlood: boolean;
+}
+
 interface FloodResult {
   readonly statuses: Map<number, number>;
-  readonly healthz: number[];
+  readonly healthz: HealthzPoll[];
   readonly requests: number;
+  readonly milliseconds: number;
 }
 
 /** Sends CLIENTS × REQUESTS_PER_CLIENT subscribe requests while polling /healthz. */
 async function flood(node: HubProcess, pick: (index: number) => [string, string][]): Promise<FloodResult> {
   const statuses = new Map<number, number>();
-  const healthz: number[] = [];
+  const healthz: HealthzPoll[] = [];
+  const requests = CLIENTS * REQUESTS_PER_CLIENT;
+  let remaining = requests;
   let done = false;
   const poller = (async () => {
     while (!done) {
+      const floodRemainingAtSend = remaining;
       const started = performance.now();
       const response = await fetch(`${node.origin}/healthz`);
       await response.text();
-      assert.equal(response.status, 200);
-      healthz.push(performance.now() - started);
+      healthz.push({
+        status: response.status,
+        milliseconds: performance.now() - started,
+        floodRemainingAtSend,
+        answeredDuringFlood: remaining > 0,
+      });
       await new Promise((resolve) => setTimeout(resolve, 20));
     }
   })();
@@ -78,29 +113,49 @@ async function flood(node: HubProcess, pick: (index: number) => [string, string]
       if (response.status === 200)
         controller.abort(); // an accepted stream: hang up
       else await response.text();
+      remaining -= 1;
     }
   };
+  const started = performance.now();
   try {
     await Promise.all(Array.from({ length: CLIENTS }, (_, index) => client(index)));
   } finally {
     done = true;
     await poller;
   }
-  return { statuses, healthz, requests: CLIENTS * REQUESTS_PER_CLIENT };
+  return { statuses, healthz, requests, milliseconds: performance.now() - started };
 }
 
 function report(label: string, result: FloodResult, rssGrowth: number): void {
-  const sorted = [...result.healthz].sort((a, b) => a - b);
+  const sorted = result.healthz.map((poll) => poll.milliseconds).sort((a, b) => a - b);
   const p99 = sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * 0.99))] ?? 0;
   const max = sorted[sorted.length - 1] ?? 0;
   const statuses = [...result.statuses].map(([status, count]) => `${status}×${count}`).join(' ');
   console.log(
-    `# ${label}: ${result.requests} hostile subscribe requests (${statuses}); ` +
+    `# ${label}: ${result.requests} hostile subscribe requests in ${result.milliseconds.toFixed(0)} ms (${statuses}); ` +
       `/healthz polled ${sorted.length}× during the flood: p99 ${p99.toFixed(1)} ms, max ${max.toFixed(1)} ms; ` +
       `hub RSS +${(rssGrowth / 1024 / 1024).toFixed(1)} MiB`,
   );
-  assert.ok(sorted.length > 0, '/healthz was polled during the flood');
-  assert.ok(max < HEALTHZ_BOUND_MS, `/healthz took ${max.toFixed(0)} ms during the flood`);
+  assert.ok(
+    result.healthz.some((poll) => poll.answeredDuringFlood),
+    '/healthz was answered while the flood ran',
+  );
+  assert.deepEqual(
+    result.healthz.filter((poll) => poll.status !== 200),
+    [],
+    '/healthz answers 200 during the flood',
+  );
+  assert.deepEqual(
+    result.healthz.filter(
+      (poll) => poll.floodRemainingAtSend > HEALTHZ_QUEUE_BOUND && !poll.answeredDuringFlood,
+    ),
+    [],
+    `a /healthz poll sent with more than ${HEALTHZ_QUEUE_BOUND} flood requests left waited for the flood's end`,
+  );
+  assert.ok(
+    result.milliseconds < FLOOD_BOUND_MS,
+    `the flood took ${result.milliseconds.toFixed(0)} ms (bound ${FLOOD_BOUND_MS} ms: a stall per request)`,
+  );
 }
 
 async function assertStillServing(node: HubProcess): Promise<void> {

@@ -8,6 +8,7 @@ export {
   RedisCluster,
   type RedisClusterOptions,
 } from './redis-cluster.js';
+export type { AclUser } from './redis-security.js';
 export { RedisSentinelSet, type RedisSentinelSetOptions } from './redis-sentinel.js';
 export { RedisServer, type RedisServerOptions, redisServerMissingMessage } from './redis-server.js';
 export { type RedisRequest, ReplyLossProxy, type RequestPredicate, scriptCall } from './reply-loss-proxy.js';

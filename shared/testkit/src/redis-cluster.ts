@@ -7,10 +7,20 @@ import { freePort } from './ports.js';
 import {
   infoFields,
   RedisProcess,
-  redisCli,
+  redisCliAs,
   redisServerAvailable,
   redisServerMissingMessage,
 } from './redis-process.js';
+import {
+  type AclUser,
+  asArguments,
+  listenDirectives,
+  type RedisAccess,
+  redisCliAccess,
+  replicationDirectives,
+  userDirectives,
+} from './redis-security.js';
+import type { TestCertificates } from './tls.js';
 import { waitFor } from './wait.js';
 
 export interface RedisClusterOptions {
@@ -20,6 +30,17 @@ export interface RedisClusterOptions {
   readonly nodeTimeoutMs?: number;
   /** How long `start` and the waits may take (ms). */
   readonly timeoutMs?: number;
+  /**
+   * TLS only: the plain port closed, each node on a TLS port with this certificate
+   * (`createTestCertificates`), the cluster bus (`tls-cluster yes`) and replication on TLS; the
+   * nodes announce their TLS ports.
+   */
+  readonly tls?: TestCertificates;
+  /**
+   * An ACL user with every right on every node, `default` then allowed PING only; replicas
+   * replicate as it (`masteruser`), `redis-cli --cluster create` runs as it.
+   */
+  readonly user?: AclUser;
 }
 
 /** One line of CLUSTER NODES, as seen by one node. */
@@ -84,14 +105,22 @@ export class RedisCluster {
   /** Slots a killed primary owned, so `waitForFailover` knows whose promotion to wait for. */
   private readonly slotsOfKilled = new Map<number, number>();
 
-  private constructor(private readonly timeoutMs: number) {}
+  private constructor(
+    private readonly timeoutMs: number,
+    /** How the harness reaches the nodes (their CA and user). */
+    private readonly access: RedisAccess,
+  ) {}
 
   static async start(options: RedisClusterOptions = {}): Promise<RedisCluster> {
     if (!redisServerAvailable()) throw new Error(redisServerMissingMessage);
     const primaries = options.primaries ?? 3;
     const replicasPerPrimary = options.replicasPerPrimary ?? 1;
     const nodeTimeoutMs = options.nodeTimeoutMs ?? 2000;
-    const cluster = new RedisCluster(options.timeoutMs ?? 30_000);
+    const { tls, user } = options;
+    const cluster = new RedisCluster(options.timeoutMs ?? 30_000, {
+      ...(tls ? { caFile: tls.caFile } : {}),
+      ...(user ? { user } : {}),
+    });
     try {
       const total = primaries * (1 + replicasPerPrimary);
       for (let index = 0; index < total; index++) {
@@ -99,31 +128,27 @@ export class RedisCluster {
         // may be taken or past 65535.
         const port = await freePort();
         const busPort = await freePort();
-        const node = new RedisProcess(port, [
-          '--port',
-          String(port),
-          '--cluster-port',
-          String(busPort),
-          '--bind',
-          '127.0.0.1',
-          '--cluster-enabled',
-          'yes',
-          '--cluster-config-file',
-          join(cluster.directory, `nodes-${port}.conf`),
-          '--cluster-node-timeout',
-          String(nodeTimeoutMs),
-          // A replica always may take over, however long it lost its primary: tests kill at will.
-          '--cluster-replica-validity-factor',
-          '0',
-          '--save',
-          '',
-          '--appendonly',
-          'no',
-          '--dir',
-          cluster.directory,
-          '--logfile',
-          join(cluster.directory, `log-${port}`),
-        ]);
+        const node = new RedisProcess(
+          port,
+          asArguments([
+            ...listenDirectives(port, tls, { cluster: true }),
+            ['cluster-port', String(busPort)],
+            ['bind', '127.0.0.1'],
+            ['cluster-enabled', 'yes'],
+            ['cluster-config-file', join(cluster.directory, `nodes-${port}.conf`)],
+            ['cluster-node-timeout', String(nodeTimeoutMs)],
+            // A replica always may take over, however long it lost its primary: tests kill at will.
+            ['cluster-replica-validity-factor', '0'],
+            ['save', ''],
+            ['appendonly', 'no'],
+            ['dir', cluster.directory],
+            ['logfile', join(cluster.directory, `log-${port}`)],
+            ...userDirectives(user),
+            // Every node: any of them may be or become a replica.
+            ...replicationDirectives(user),
+          ]),
+          cluster.access,
+        );
         cluster.processes.set(port, node);
       }
       await Promise.all([...cluster.processes.values()].map((node) => node.launch()));
@@ -137,10 +162,12 @@ export class RedisCluster {
   }
 
   private create(replicasPerPrimary: number): Promise<void> {
+    const cli = redisCliAccess(this.access);
     return new Promise((resolve, reject) => {
       execFile(
         'redis-cli',
         [
+          ...cli.args,
           '--cluster',
           'create',
           ...this.nodes,
@@ -148,7 +175,7 @@ export class RedisCluster {
           String(replicasPerPrimary),
           '--cluster-yes',
         ],
-        { timeout: this.timeoutMs, encoding: 'utf8' },
+        { timeout: this.timeoutMs, encoding: 'utf8', env: { ...process.env, ...cli.env } },
         (error, stdout) =>
           error
             ? reject(new Error(`redis-cli --cluster create failed: ${error.message}\n${stdout}`))
@@ -172,7 +199,7 @@ export class RedisCluster {
     let lastError: unknown;
     for (const port of this.livePorts) {
       try {
-        return parseClusterNodes(await redisCli(port, 'cluster', 'nodes'));
+        return parseClusterNodes(await redisCliAs(this.access, port, 'cluster', 'nodes'));
       } catch (error) {
         lastError = error;
       }
@@ -251,7 +278,7 @@ export class RedisCluster {
   private async allStateOk(): Promise<boolean> {
     const states = await Promise.all(
       this.livePorts.map(async (port) =>
-        infoFields(await redisCli(port, 'cluster', 'info')).get('cluster_state'),
+        infoFields(await redisCliAs(this.access, port, 'cluster', 'info')).get('cluster_state'),
       ),
     );
     return states.every((state) => state === 'ok');
@@ -266,15 +293,15 @@ export class RedisCluster {
     await waitFor(
       async () => {
         for (const port of live) {
-          const info = infoFields(await redisCli(port, 'cluster', 'info'));
+          const info = infoFields(await redisCliAs(this.access, port, 'cluster', 'info'));
           if (info.get('cluster_state') !== 'ok' || info.get('cluster_slots_ok') !== String(SLOTS))
             return false;
-          const view = parseClusterNodes(await redisCli(port, 'cluster', 'nodes'));
+          const view = parseClusterNodes(await redisCliAs(this.access, port, 'cluster', 'nodes'));
           const liveInView = view.filter((node) => live.includes(node.port));
           if (liveInView.length !== live.length || liveInView.some((node) => node.failing)) return false;
           const self = view.find((node) => node.port === port);
           if (self?.role === 'replica') {
-            const replication = infoFields(await redisCli(port, 'info', 'replication'));
+            const replication = infoFields(await redisCliAs(this.access, port, 'info', 'replication'));
             if (replication.get('master_link_status') !== 'up') return false;
           }
         }

@@ -1,6 +1,9 @@
 import { type ChildProcess, execFile, spawn, spawnSync } from 'node:child_process';
 import { once } from 'node:events';
+import { readFileSync } from 'node:fs';
 import { connect } from 'node:net';
+import { connect as connectTls } from 'node:tls';
+import { type RedisAccess, redisCliAccess } from './redis-security.js';
 import { waitFor } from './wait.js';
 
 export const redisServerMissingMessage =
@@ -10,12 +13,18 @@ export function redisServerAvailable(): boolean {
   return spawnSync('redis-server', ['--version'], { stdio: 'ignore' }).status === 0;
 }
 
-export function pingPort(port: number): Promise<boolean> {
+/**
+ * True when the server on `port` answers PING with PONG, as `default` (keep PING allowed to it);
+ * with `caFile`, on its TLS port, its certificate verified for `localhost`.
+ */
+export function pingPort(port: number, { caFile }: RedisAccess = {}): Promise<boolean> {
   return new Promise((resolve) => {
-    const socket = connect(port, '127.0.0.1');
+    const socket = caFile
+      ? connectTls({ port, host: '127.0.0.1', servername: 'localhost', ca: readFileSync(caFile) })
+      : connect(port, '127.0.0.1');
     let reply = '';
     socket.setTimeout(500);
-    socket.on('connect', () => socket.write('PING\r\n'));
+    socket.on(caFile ? 'secureConnect' : 'connect', () => socket.write('PING\r\n'));
     socket.on('data', (chunk) => {
       reply += chunk.toString();
       if (reply.includes('\r\n')) {
@@ -36,11 +45,17 @@ export function pingPort(port: number): Promise<boolean> {
  * needs no Redis client library at run time. Rejects when redis-cli fails or takes over 2 s.
  */
 export function redisCli(port: number, ...args: readonly string[]): Promise<string> {
+  return redisCliAs({}, port, ...args);
+}
+
+/** `redisCli` on a server that takes TLS only or an ACL user (`access`). */
+export function redisCliAs(access: RedisAccess, port: number, ...args: readonly string[]): Promise<string> {
+  const cli = redisCliAccess(access);
   return new Promise((resolve, reject) => {
     execFile(
       'redis-cli',
-      ['-h', '127.0.0.1', '-p', String(port), '--raw', ...args],
-      { timeout: 2000, encoding: 'utf8' },
+      ['-h', '127.0.0.1', '-p', String(port), ...cli.args, '--raw', ...args],
+      { timeout: 2000, encoding: 'utf8', env: { ...process.env, ...cli.env } },
       (error, stdout) => (error ? reject(error) : resolve(stdout)),
     );
   });
@@ -72,6 +87,8 @@ export class RedisProcess {
   constructor(
     readonly port: number,
     private readonly args: readonly string[],
+    /** How `launch` pings it: its CA when it listens on TLS only. */
+    private readonly access: RedisAccess = {},
   ) {}
 
   /** True while the process runs (not killed, not exited). */
@@ -85,7 +102,7 @@ export class RedisProcess {
     this.child = child;
     liveChildren.add(child);
     child.once('exit', () => liveChildren.delete(child));
-    await waitFor(() => child.exitCode === null && pingPort(this.port), {
+    await waitFor(() => child.exitCode === null && pingPort(this.port, this.access), {
       what: `redis-server on port ${this.port}`,
     });
   }

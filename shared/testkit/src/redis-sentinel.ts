@@ -5,10 +5,20 @@ import { freePort } from './ports.js';
 import {
   infoFields,
   RedisProcess,
-  redisCli,
+  redisCliAs,
   redisServerAvailable,
   redisServerMissingMessage,
 } from './redis-process.js';
+import {
+  type AclUser,
+  asArguments,
+  asConfigurationLines,
+  listenDirectives,
+  type RedisAccess,
+  replicationDirectives,
+  userDirectives,
+} from './redis-security.js';
+import type { TestCertificates } from './tls.js';
 import { waitFor } from './wait.js';
 
 export interface RedisSentinelSetOptions {
@@ -18,6 +28,21 @@ export interface RedisSentinelSetOptions {
   readonly downAfterMs?: number;
   /** How long `start` and the waits may take (ms). */
   readonly timeoutMs?: number;
+  /**
+   * TLS only, servers and sentinels alike: the plain port closed, each on a TLS port with this
+   * certificate (`createTestCertificates`), replication and the sentinels' links on TLS.
+   */
+  readonly tls?: TestCertificates;
+  /**
+   * An ACL user with every right on the data servers, `default` then allowed PING only: the
+   * replicas replicate as it (`masteruser`) and the sentinels monitor as it (`auth-user`).
+   */
+  readonly user?: AclUser;
+  /**
+   * An ACL user of the sentinels themselves (REDIS_SENTINEL_USERNAME/_PASSWORD), `default` then
+   * allowed PING only on them; the sentinels talk to each other as it (`sentinel-user`).
+   */
+  readonly sentinelUser?: AclUser;
 }
 
 /**
@@ -32,39 +57,58 @@ export class RedisSentinelSet {
   private readonly servers = new Map<number, RedisProcess>();
   private readonly sentinelProcesses = new Map<number, RedisProcess>();
 
-  private constructor(private readonly timeoutMs: number) {}
+  private constructor(
+    private readonly timeoutMs: number,
+    private readonly options: RedisSentinelSetOptions,
+  ) {}
 
   static async start(options: RedisSentinelSetOptions = {}): Promise<RedisSentinelSet> {
     if (!redisServerAvailable()) throw new Error(redisServerMissingMessage);
     const replicas = options.replicas ?? 2;
     const sentinels = options.sentinels ?? 3;
     const downAfterMs = options.downAfterMs ?? 1000;
-    const set = new RedisSentinelSet(options.timeoutMs ?? 30_000);
+    const set = new RedisSentinelSet(options.timeoutMs ?? 30_000, options);
     try {
       const primaryPort = await freePort();
       await set.launchServer(primaryPort, []);
       for (let index = 0; index < replicas; index++) {
-        await set.launchServer(await freePort(), ['--replicaof', '127.0.0.1', String(primaryPort)]);
+        await set.launchServer(await freePort(), [['replicaof', '127.0.0.1', String(primaryPort)]]);
       }
       const quorum = Math.floor(sentinels / 2) + 1;
+      const { user, sentinelUser } = options;
       for (let index = 0; index < sentinels; index++) {
         const port = await freePort();
         const configFile = join(set.directory, `sentinel-${port}.conf`);
         writeFileSync(
           configFile,
           [
-            `port ${port}`,
-            'bind 127.0.0.1',
-            `dir ${set.directory}`,
-            `logfile ${join(set.directory, `log-sentinel-${port}`)}`,
+            ...asConfigurationLines([
+              ...listenDirectives(port, options.tls),
+              ['bind', '127.0.0.1'],
+              ['dir', set.directory],
+              ['logfile', join(set.directory, `log-sentinel-${port}`)],
+              ...userDirectives(sentinelUser),
+            ]),
             `sentinel monitor ${set.masterName} 127.0.0.1 ${primaryPort} ${quorum}`,
             `sentinel down-after-milliseconds ${set.masterName} ${downAfterMs}`,
             `sentinel failover-timeout ${set.masterName} ${Math.max(3 * downAfterMs, 3000)}`,
             `sentinel parallel-syncs ${set.masterName} ${replicas}`,
+            ...(user
+              ? [
+                  `sentinel auth-user ${set.masterName} ${user.username}`,
+                  `sentinel auth-pass ${set.masterName} ${user.password}`,
+                ]
+              : []),
+            ...(sentinelUser
+              ? [
+                  `sentinel sentinel-user ${sentinelUser.username}`,
+                  `sentinel sentinel-pass ${sentinelUser.password}`,
+                ]
+              : []),
             '',
           ].join('\n'),
         );
-        const sentinel = new RedisProcess(port, [configFile, '--sentinel']);
+        const sentinel = new RedisProcess(port, [configFile, '--sentinel'], set.sentinelAccess);
         set.sentinelProcesses.set(port, sentinel);
         await sentinel.launch();
       }
@@ -76,24 +120,43 @@ export class RedisSentinelSet {
     }
   }
 
-  private async launchServer(port: number, extra: readonly string[]): Promise<void> {
-    const server = new RedisProcess(port, [
-      '--port',
-      String(port),
-      '--bind',
-      '127.0.0.1',
-      '--save',
-      '',
-      '--appendonly',
-      'no',
-      '--dir',
-      this.directory,
-      '--logfile',
-      join(this.directory, `log-${port}`),
-      ...extra,
-    ]);
+  private async launchServer(port: number, extra: readonly (readonly string[])[]): Promise<void> {
+    const { tls, user } = this.options;
+    const server = new RedisProcess(
+      port,
+      asArguments([
+        ...listenDirectives(port, tls),
+        ['bind', '127.0.0.1'],
+        ['save', ''],
+        ['appendonly', 'no'],
+        ['dir', this.directory],
+        ['logfile', join(this.directory, `log-${port}`)],
+        ...userDirectives(user),
+        // Every server: a replica promoted by a failover and a former primary turned replica
+        // alike authenticate to their primary.
+        ...replicationDirectives(user),
+        ...extra,
+      ]),
+      this.access,
+    );
     this.servers.set(port, server);
     await server.launch();
+  }
+
+  /** How the harness reaches the data servers (their CA and user). */
+  private get access(): RedisAccess {
+    return {
+      ...(this.options.tls ? { caFile: this.options.tls.caFile } : {}),
+      ...(this.options.user ? { user: this.options.user } : {}),
+    };
+  }
+
+  /** How the harness reaches the sentinels. */
+  private get sentinelAccess(): RedisAccess {
+    return {
+      ...(this.options.tls ? { caFile: this.options.tls.caFile } : {}),
+      ...(this.options.sentinelUser ? { user: this.options.sentinelUser } : {}),
+    };
   }
 
   /** Every sentinel as `127.0.0.1:<port>` (REDIS_SENTINELS). */
@@ -112,7 +175,13 @@ export class RedisSentinelSet {
 
   /** Port of the primary as the sentinel on `sentinelPort` names it. */
   async primaryAccordingTo(sentinelPort: number): Promise<number> {
-    const reply = await redisCli(sentinelPort, 'sentinel', 'get-master-addr-by-name', this.masterName);
+    const reply = await redisCliAs(
+      this.sentinelAccess,
+      sentinelPort,
+      'sentinel',
+      'get-master-addr-by-name',
+      this.masterName,
+    );
     const port = Number(reply.trim().split('\n')[1]);
     if (!Number.isInteger(port) || port <= 0) throw new Error(`unexpected reply ${JSON.stringify(reply)}`);
     return port;
@@ -172,7 +241,7 @@ export class RedisSentinelSet {
         const [first] = named;
         if (first === undefined || first === oldPort || named.some((port) => port !== first))
           return undefined;
-        const role = infoFields(await redisCli(first, 'info', 'replication')).get('role');
+        const role = infoFields(await redisCliAs(this.access, first, 'info', 'replication')).get('role');
         return role === 'master' ? first : undefined;
       },
       { timeoutMs: this.timeoutMs, intervalMs: 100, what: `a failover away from ${oldPort}` },
@@ -191,7 +260,9 @@ export class RedisSentinelSet {
         const liveServers = [...this.servers].filter(([, server]) => server.running).map(([port]) => port);
         for (const port of sentinels) {
           const fields = new Map<string, string>();
-          const flat = (await redisCli(port, 'sentinel', 'master', this.masterName)).trim().split('\n');
+          const flat = (await redisCliAs(this.sentinelAccess, port, 'sentinel', 'master', this.masterName))
+            .trim()
+            .split('\n');
           for (let index = 0; index + 1 < flat.length; index += 2) {
             fields.set(flat[index] as string, flat[index + 1] as string);
           }
@@ -201,7 +272,7 @@ export class RedisSentinelSet {
         }
         for (const port of liveServers) {
           if (port === primary) continue;
-          const replication = infoFields(await redisCli(port, 'info', 'replication'));
+          const replication = infoFields(await redisCliAs(this.access, port, 'info', 'replication'));
           if (replication.get('master_port') !== String(primary)) return false;
           if (replication.get('master_link_status') !== 'up') return false;
         }
