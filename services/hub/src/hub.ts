@@ -76,7 +76,7 @@ export class Hub implements SubscriberRegistry {
 
   constructor(
     readonly config: HubConfig,
-    sharedMetrics: Metrics,
+    private readonly sharedMetrics: Metrics,
     private readonly app: FastifyInstance,
     options: Pick<HubOptions, 'probeInterval' | 'probeTimeout'>,
   ) {
@@ -163,6 +163,7 @@ export class Hub implements SubscriberRegistry {
       anonymousAllowed: this.anonymousAllowed,
       legacyClaims: this.config.MERCURE_LEGACY_CLAIMS,
       onReplayed: (count) => this.metrics.deliveriesTotal.inc(count),
+      requestDuration: this.sharedMetrics.httpRequestDuration,
     };
   }
 

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import { type ErrorReply, HeraldError, sendError } from '@herald/errors';
+import type { Metrics } from '@herald/metrics';
 import type { FastifyBaseLogger, FastifyReply, FastifyRequest } from 'fastify';
 import type { HubAuthorization } from './authorization.js';
 import {
@@ -62,6 +63,8 @@ export interface SubscribeDependencies {
   readonly legacyClaims: boolean;
   /** Counts events written by replays (`mercure_deliveries_total`). */
   readonly onReplayed: (count: number) => void;
+  /** `http_request_duration_seconds`: a stream's sample is taken at its end (`releaseRequest`). */
+  readonly requestDuration: Pick<Metrics['httpRequestDuration'], 'observe'>;
 }
 
 /**
@@ -173,6 +176,7 @@ export async function handleSubscribe(
 
   reply.hijack();
   const response = reply.raw;
+  releaseRequest(request, reply, dependencies.requestDuration);
   // Registration and snapshot happen together, synchronously: every update after the snapshot
   // reaches this subscriber live (buffered until the replay is written), every one up to it comes
   // from history. No gap, no duplicate (the reference hub's replay/live race fix).
@@ -211,6 +215,39 @@ export async function handleSubscribe(
     subscriber.close('replay_failed');
   }
 }
+
+/**
+ * Lets fastify's Request, Reply and request logger go once the stream is hijacked (issue #14: about
+ * 1.15 KB of heap per idle subscriber, docs/benchmarks.md). fastify keeps them for the stream's life
+ * through its finish/error listener on the response, which at the end runs the onResponse hooks (the
+ * `http_request_duration_seconds` sample) and logs "request completed". The stream's close does both
+ * itself instead, from the little it keeps: the request id, the start time and the server's logger.
+ */
+function releaseRequest(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  requestDuration: SubscribeDependencies['requestDuration'],
+): void {
+  const response = reply.raw;
+  for (const event of ['finish', 'error'] as const) {
+    for (const listener of response.listeners(event)) {
+      if (listener.name === FASTIFY_RESPONSE_LISTENER) response.removeListener(event, listener as () => void);
+    }
+  }
+  const started = performance.now() - reply.elapsedTime;
+  const { id: reqId, method } = request;
+  const route = request.routeOptions.url ?? request.url;
+  const log = request.server.log;
+  response.once('close', () => {
+    const responseTime = performance.now() - started;
+    const statusCode = response.statusCode;
+    requestDuration.observe({ method, route, status_code: String(statusCode) }, responseTime / 1000);
+    log.info({ reqId, res: { statusCode }, responseTime }, 'request completed');
+  });
+}
+
+/** The name of fastify 5's per-reply listener (lib/reply.js, setupResponseListeners). */
+const FASTIFY_RESPONSE_LISTENER = 'onResFinished';
 
 /**
  * Answers a subscribe that failed after the hijack but before its stream opened, as the error
