@@ -6,7 +6,9 @@
   Returns per ack { success (1/0), error or '', leaseReleased (1/0), dlq (1/0), repeat (1/0) }.
   Resend-safe (shared/redis/README.md): an ack already applied is answered again as a success
   flagged repeat without being applied twice (under a lease: the answer recorded in
-  la:<leaseId>; without one: a resolved message repeats a completed/success ack).
+  la:<leaseId>; without one: a resolved message repeats a completed/success ack). A repeat
+  changes no state, so a resent batch never moves pos again (whole lease or not:
+  services/broker/test/ack-whole-lease.test.ts applies one twice).
 ]]
 --@include broker
 

@@ -120,7 +120,8 @@ for _, p in ipairs(candidates) do
     local aset = base .. 'a:' .. p .. ':' .. g
     -- Usually empty (in-order acks move pos instead): then no per-message membership test.
     local resolved_ahead = redis.call('SCARD', aset) > 0
-    local from = '(' .. position(base, p, g)
+    local leased_from = position(base, p, g)
+    local from = '(' .. leased_from
     local picked = {}
     local visible_at = nil
     local expired_any = false
@@ -145,13 +146,19 @@ for _, p in ipairs(candidates) do
         end
       end
     end
-    if expired_any then advance(base, p, g) end
+    if expired_any then
+      advance(base, p, g)
+      leased_from = position(base, p, g)
+    end
     if #picked == 0 then
       if visible_at then redis.call('ZADD', ready, visible_at, p) else redis.call('ZREM', ready, p) end
     else
       local exp = now + cfg.leaseTime * 1000
       local upto = picked[#picked][1]
-      redis.call('HSET', ck, 'lease', lease_id, 'exp', fmt(exp), 'upto', upto, 'n', #picked)
+      -- `from`: the position the batch was taken after, tied to this lease (ack.lua,
+      -- advance_whole_lease: an ack of the whole lease moves pos to upto without reading it back).
+      redis.call('HSET', ck, 'lease', lease_id, 'exp', fmt(exp), 'upto', upto, 'n', #picked,
+        'from', lease_id .. ' ' .. leased_from)
       redis.call('DEL', base .. 'r:' .. p .. ':' .. g)
       redis.call('ZADD', ready, exp, p)
       redis.call('ZADD', base .. 'leases', exp, p .. '\n' .. g)

@@ -30,6 +30,13 @@ end
 -- (leases acked per second) x 60 small hashes, whatever the leaseTime.
 local ANSWER_MEMORY_MS = 60000
 
+-- The answers ack_repeat reads back, by class and dlq (0/1): built once, not per ack.
+local ANSWERS = {
+  done = { [0] = 'done:0', [1] = 'done:1' },
+  failed = { [0] = 'failed:0', [1] = 'failed:1' },
+  dlq = { [0] = 'dlq:0', [1] = 'dlq:1' },
+}
+
 --[[
   Whether an ack repeats one already applied (a client retry, or ioredis resending a script
   whose reply was lost). Returns false when it does not, else err (nil: a repeat, answered as
@@ -93,6 +100,20 @@ local function check_ack(base, p, g, txn, lease, status, now)
   return id, nil
 end
 
+-- The two numbers of stream id `id`, and their order as id_cmp orders ids: an ack batch parses
+-- each id once, and its consumer's pos and upto once (id_cmp parsed both sides per call).
+local function id_numbers(id)
+  local dash = string.find(id, '-', 1, true)
+  return tonumber(string.sub(id, 1, dash - 1)), tonumber(string.sub(id, dash + 1))
+end
+
+local function numbers_cmp(am, as, bm, bs)
+  if am ~= bm then
+    if am < bm then return -1 else return 1 end
+  end
+  if as == bs then return 0 elseif as < bs then return -1 else return 1 end
+end
+
 -- Calls `command chunked_key members...` in chunks (Lua's unpack has a bounded stack). The name
 -- `chunked_key` is kept for keys only (test/lua-keys.ts follows key names across the script).
 local function call_chunked(command, chunked_key, members)
@@ -143,13 +164,43 @@ local function advance_state(base, st)
 end
 
 --[[
+  The fast path of advance_state: an ack batch that completed every message of a whole lease
+  moves pos to the lease's `upto` without reading the entries back (the XRANGE of the whole
+  batch was ~200 of the ~700 µs of an ack of 100, docs/benchmarks.md "Round 2"). Returns false,
+  changing nothing, where that is not provably what advance_state does; the caller then runs it.
+  Taken when the pop's record `from` names the current lease and pos (pos has not moved since
+  that pop), nothing is resolved ahead of pos (a: empty before and after the batch) and the
+  batch completed st.n distinct messages, each under the valid lease (after pos, up to upto).
+  Why the result is advance_state's: when the lease was taken, every entry in (pos, upto] was
+  leased (st.n of them) or in a: (pop-1.lua). Since then no entry entered that range (XADD
+  only appends), and each one that left a: left the stream (forget_entry, create_group,
+  retention) or was passed by pos (advance, advance_state, retention: pos only moves forward,
+  a seek deletes c:<p>:<g> and its record with it). So the range holds at most st.n entries;
+  the batch completed st.n distinct retained ones in it (a dedup entry is deleted with its
+  message), so it holds exactly those: advance_state would read them, pass them all (nothing
+  in a: to remove) and stop at upto, clearing their retry counts.
+]]
+local function advance_whole_lease(base, st)
+  if not st.leased_from or st.leased_from ~= st.lease_at_read .. ' ' .. st.pos then return false end
+  if st.acount > 0 or st.fresh ~= st.n or st.fresh_leased ~= st.n then return false end
+  st.pos = st.upto
+  st.passed = {}
+  for _, id in ipairs(st.fresh_ids) do st.passed[id] = true end
+  local rc = base .. 'rc:' .. st.p .. ':' .. st.g
+  if redis.call('EXISTS', rc) == 1 then call_chunked('HDEL', rc, st.fresh_ids) end
+  redis.call('HSET', st.ck, 'pos', st.pos)
+  return true
+end
+
+--[[
   Applies acks of one queue in order: the one ack implementation (lua/ack-1.lua calls it with
   a batch, lua/transaction-0.lua with each ack of a transaction). ack_verdict decides each
   ack; each (partition, group) state is read once and written once, so an in-order batch
-  costs a few Redis calls per (partition, group) plus one XRANGE per 256 acks (one ack at a
-  time cost ~18 calls, the top cost of pop+ack in the profile). Resolved ids that pos moves
-  over never enter the a: set; the a: and r: sets are only read when they were not empty
-  before the batch. acks: list of {p, g, txn, status, lease, err}. Returns per ack
+  costs a few Redis calls per (partition, group) plus one XRANGE per 256 acks, none when it
+  completes a whole lease (advance_whole_lease) (one ack at a time cost ~18 calls, the top
+  cost of pop+ack in the profile). Resolved ids that pos moves over never enter the a: set;
+  the a: and r: sets are only read when they were not empty before the batch; each acked id
+  is parsed once (id_numbers). acks: list of {p, g, txn, status, lease, err}. Returns per ack
   { ok (1/0), error or '', leaseReleased (1/0), dlq (1/0), repeat (1/0) }.
 ]]
 local function ack_many(base, acks, cfg, now)
@@ -173,21 +224,26 @@ local function ack_many(base, acks, cfg, now)
 
   local states, order, trims = {}, {}, {}
   -- Answers under each lease: read with one HMGET per lease (an HGET per ack was the most
-  -- frequent call of an ack batch), updated in memory as the batch applies, written once per lease.
+  -- frequent call of an ack batch), none for a lease's first batch (no la: key yet: every
+  -- answer is absent), updated in memory as the batch applies, written once per lease.
   local memos, memo_writes, memo_order = {}, {}, {}
-  local memo_fields = {}
-  for _, a in ipairs(acks) do
+  local memo_fields, ack_fields = {}, {}
+  for i, a in ipairs(acks) do
     if a.lease ~= '' then
       local list = memo_fields[a.lease]
       if not list then list = {}; memo_fields[a.lease] = list end
-      list[#list + 1] = answer_field(a.p, a.txn)
+      local field = answer_field(a.p, a.txn)
+      list[#list + 1] = field
+      ack_fields[i] = field
     end
   end
   for lease, fields in pairs(memo_fields) do
     local answers = {}
-    for s = 1, #fields, 1000 do
-      local values = redis.call('HMGET', base .. 'la:' .. lease, unpack(fields, s, math.min(s + 999, #fields)))
-      for j, v in ipairs(values) do answers[fields[s + j - 1]] = v end
+    if redis.call('EXISTS', base .. 'la:' .. lease) == 1 then
+      for s = 1, #fields, 1000 do
+        local values = redis.call('HMGET', base .. 'la:' .. lease, unpack(fields, s, math.min(s + 999, #fields)))
+        for j, v in ipairs(values) do answers[fields[s + j - 1]] = v end
+      end
     end
     memos[lease] = answers
   end
@@ -196,35 +252,47 @@ local function ack_many(base, acks, cfg, now)
     local st = states[key]
     if st then return st end
     local ck = ckey(base, p, g)
-    local v = redis.call('HMGET', ck, 'lease', 'exp', 'upto', 'n', 'pos')
+    local v = redis.call('HMGET', ck, 'lease', 'exp', 'upto', 'n', 'pos', 'from')
     st = {
       p = p, g = g, ck = ck,
       lease = v[1], exp = tonumber(v[2] or '0'), upto = v[3], n = tonumber(v[4] or '0'),
       pos = v[5] or group_start(base, g), pinned = v[5] ~= false,
+      lease_at_read = v[1], leased_from = v[1] and v[6],
       aset = base .. 'a:' .. p .. ':' .. g, rset = base .. 'r:' .. p .. ':' .. g,
-      resolved = {}, inset = {}, fresh = 0, fresh_ids = {},
+      resolved = {}, inset = {}, fresh = 0, fresh_ids = {}, fresh_leased = 0,
       answered = nil, rcount = 0, rnew = {}, rids = {},
       reschedule = false,
     }
     st.acount = redis.call('SCARD', st.aset)
+    st.pos_ms, st.pos_seq = id_numbers(st.pos)
+    if st.upto then st.upto_ms, st.upto_seq = id_numbers(st.upto) end
     states[key] = st
     order[#order + 1] = st
     return st
   end
 
+  local last_p, last_g, last_st
   for i, a in ipairs(acks) do
     local d = dedup[a.p][a.txn]
-    local field = answer_field(a.p, a.txn)
+    local field = ack_fields[i]
     local memo = false
     if a.lease ~= '' then memo = memos[a.lease][field] end
     -- Retention may have removed the message since the answer was recorded; a partition that
     -- is gone (its queue deleted) has no messages to answer for (as check_ack).
     if not d and memo and redis.call('HEXISTS', base .. 'parts', a.p) == 0 then memo = false end
     local st, id, resolved = nil, nil, false
+    local id_ms_part, id_seq
     if d then
       id = string.sub(d, 1, string.find(d, ' ', 1, true) - 1)
-      st = state_of(a.p, a.g)
-      resolved = id_cmp(id, st.pos) <= 0 or st.resolved[id]
+      id_ms_part, id_seq = id_numbers(id)
+      -- Batches usually name one (partition, group): no key string per ack.
+      if a.p == last_p and a.g == last_g then
+        st = last_st
+      else
+        st = state_of(a.p, a.g)
+        last_p, last_g, last_st = a.p, a.g, st
+      end
+      resolved = numbers_cmp(id_ms_part, id_seq, st.pos_ms, st.pos_seq) <= 0 or st.resolved[id]
         or (st.acount > 0 and redis.call('SISMEMBER', st.aset, id) == 1)
     end
     local verdict = ack_verdict(a.lease, a.status, memo, d, resolved, st and st.lease, st and st.exp, now)
@@ -233,12 +301,14 @@ local function ack_many(base, acks, cfg, now)
     else
       local had_lease = st.lease
       st.applied = true
-      local leased = st.lease and st.exp > now and st.upto and id_cmp(id, st.upto) <= 0
+      local leased = st.lease and st.exp > now and st.upto
+        and numbers_cmp(id_ms_part, id_seq, st.upto_ms, st.upto_seq) <= 0
       local dlq = 0
       if a.status == 'completed' or a.status == 'success' then
         st.resolved[id] = true
         st.fresh = st.fresh + 1
         st.fresh_ids[#st.fresh_ids + 1] = id
+        if leased then st.fresh_leased = st.fresh_leased + 1 end
       elseif a.status == 'dlq' then
         if cfg.deadLetterQueue then
           dead_letter(base, a.p, a.g, id, a.err,
@@ -275,10 +345,10 @@ local function ack_many(base, acks, cfg, now)
       end
       if released == 1 or not had_lease then st.reschedule = true end
       -- The oldest message resolved in each partition: the earliest a trim can delete one.
-      local created = id_ms(id)
+      local created = id_ms_part
       if not trims[a.p] or created < trims[a.p] then trims[a.p] = created end
       if a.lease ~= '' then
-        local answer = ack_class(a.status) .. ':' .. dlq
+        local answer = ANSWERS[ack_class(a.status)][dlq]
         memos[a.lease][field] = answer
         local w = memo_writes[a.lease]
         if not w then
@@ -294,7 +364,7 @@ local function ack_many(base, acks, cfg, now)
   end
 
   for _, st in ipairs(order) do
-    advance_state(base, st)
+    if not advance_whole_lease(base, st) then advance_state(base, st) end
     -- A partition's state is created at the group's start; keep that position, so a group
     -- created later (an ack needs no registered group) does not move it (as in process).
     if st.applied and not st.pinned then redis.call('HSETNX', st.ck, 'pos', st.pos) end

@@ -32,7 +32,9 @@
     d:<p>               hash   transactionId -> "<streamId> <messageId>" (dedup, while retained)
     c:<p>:<g>           hash   pos (last position with everything before resolved), lease,
                                exp, upto (last id of the leased batch), n (batch size),
-                               nb (not-before: retry delay)
+                               from ('<leaseId> <pos>': the position a pop took the batch after;
+                               left behind when the lease ends, only read while its lease is
+                               the current one), nb (not-before: retry delay)
     a:<p>:<g>           set    ids after pos already resolved (acked, dead-lettered, expired)
     r:<p>:<g>           set    ids answered (any status) under the current lease
     rc:<p>:<g>          hash   id -> failed attempts (acks with status failed, lease expiries)
