@@ -125,11 +125,6 @@ for _, push in ipairs(pushes) do
   if clear_on_sealed_queue(push.base, { push.item }) then return cjson.encode({ clear = push.queue }) end
 end
 
-local configs = {}
-local function config_of(base)
-  if not configs[base] then configs[base] = queue_config(base) end
-  return configs[base]
-end
 -- Per sink queue, by its index in KEYS (3..): fresh messages, then the pushes in items' order.
 local fresh, seen = {}, {}
 for _, push in ipairs(pushes) do

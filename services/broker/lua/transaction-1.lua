@@ -38,11 +38,6 @@ while i <= #ARGV do
 end
 
 -- Check phase: nothing is written until every operation is known to succeed.
-local configs = {}
-local function config_of(base)
-  if not configs[base] then configs[base] = queue_config(base) end
-  return configs[base]
-end
 local acked = {}
 local fresh, fresh_order = {}, {}
 local seen = {}

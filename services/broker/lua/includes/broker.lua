@@ -97,6 +97,14 @@ local function queue_config(base)
   }
 end
 
+-- queue_config read once per queue in one script run (a transaction or a streams cycle reads a
+-- queue's options in its check phase and again to apply).
+local configs_read = {}
+local function config_of(base)
+  if not configs_read[base] then configs_read[base] = queue_config(base) end
+  return configs_read[base]
+end
+
 -- docs/broker.md "Payload encryption": with encryptionEnabled every stored payload is an envelope
 -- the node sealed (its text starts with this). A clear one comes from a node that has not read
 -- the option since it was turned on: refused, so that node re-reads it and seals.
