@@ -104,7 +104,7 @@ export class RedisStreams implements StreamsStorage {
     const queryBase = this.host.oneSlot
       ? `${this.host.base(home)}~streams:${record.id}:`
       : `${this.host.registryBase}{${record.id}}:`;
-    const location = {
+    return {
       id: record.id,
       gen,
       home,
@@ -113,7 +113,10 @@ export class RedisStreams implements StreamsStorage {
       statsKey: this.host.oneSlot ? `${queryBase}stats` : `${this.host.registryBase}stats`,
       field: gen === 0 ? record.id : `${record.id}:${gen}`,
     };
-    this.locations.set(record.id, location);
+  }
+
+  private remember(location: QueryLocation): QueryLocation {
+    this.locations.set(location.id, location);
     return location;
   }
 
@@ -124,7 +127,7 @@ export class RedisStreams implements StreamsStorage {
     const name = await this.host.redis.hget(`${this.host.registryBase}ids`, queryId);
     if (name === null) return undefined;
     const raw = await this.host.redis.hget(`${this.host.registryBase}queries`, name);
-    return raw === null ? undefined : this.locate(JSON.parse(raw) as QueryRecord);
+    return raw === null ? undefined : this.remember(this.locate(JSON.parse(raw) as QueryRecord));
   }
 
   /** Deletes the generations below the current one (lua/streams-drop-2.lua); a no-op when none. */
@@ -175,7 +178,7 @@ export class RedisStreams implements StreamsStorage {
     const record = { id: queryId, source: sourceQueue, gen: answer.gen ?? 0, home: answer.home };
     // Every registration finishes any reset's drop (this one's, or one whose node died before it).
     if (answer.previous_home) await this.drop(this.locate({ ...record, home: answer.previous_home }));
-    await this.drop(this.locate(record));
+    await this.drop(this.remember(this.locate(record)));
     return { success: true, queryId, fresh: answer.fresh === true, reset: answer.reset === true };
   }
 
