@@ -17,6 +17,7 @@ import {
 } from './errors.js';
 import { type ReplayStart, readFirstReplayPage, replayHistory, resolveCursor } from './history-replay.js';
 import type { Principal } from './principal.js';
+import { HUB_PATH } from './identity.js';
 import { queryParameters } from './query.js';
 import { OPENING_COMMENT, SSE_HEADERS } from './sse.js';
 import type { Subscriber } from './subscriber.js';
@@ -236,7 +237,8 @@ function releaseRequest(
   }
   const started = performance.now() - reply.elapsedTime;
   const { id: reqId, method } = request;
-  const route = request.routeOptions.url ?? request.url;
+  // The label the metrics plugin gives this route (never the URL: it carries the query).
+  const route = request.routeOptions.url ?? HUB_PATH;
   const log = request.server.log;
   response.once('close', () => {
     const responseTime = performance.now() - started;
