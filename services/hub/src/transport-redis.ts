@@ -41,7 +41,7 @@ import {
   readNewestEntry,
   type StreamEntry,
 } from './transport-redis-history.js';
-import { PartitionsRecord } from './transport-redis-layout.js';
+import { PartitionsRecord } from './partitions-record.js';
 import { type PartitionKeys, RedisPublisher } from './transport-redis-publish.js';
 import { RedisSubscriptionRegistry } from './transport-redis-registry.js';
 import { type Cursor, decodeUpdate, type Position, type StoredUpdate, type Update } from './update.js';
