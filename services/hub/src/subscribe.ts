@@ -16,8 +16,8 @@ import {
   unsupportedMatchType,
 } from './errors.js';
 import { type ReplayStart, readFirstReplayPage, replayHistory, resolveCursor } from './history-replay.js';
-import type { Principal } from './principal.js';
 import { HUB_PATH } from './identity.js';
+import type { Principal } from './principal.js';
 import { queryParameters } from './query.js';
 import { OPENING_COMMENT, SSE_HEADERS } from './sse.js';
 import type { Subscriber } from './subscriber.js';

@@ -24,6 +24,7 @@ import {
 } from '@herald/redis';
 import { TransportUnavailableError } from './errors.js';
 import { partitionOfTopic, RESUME_WINDOW } from './partitions.js';
+import { PartitionsRecord } from './partitions-record.js';
 import { RedisClock } from './redis-clock.js';
 import type {
   Published,
@@ -41,7 +42,6 @@ import {
   readNewestEntry,
   type StreamEntry,
 } from './transport-redis-history.js';
-import { PartitionsRecord } from './partitions-record.js';
 import { type PartitionKeys, RedisPublisher } from './transport-redis-publish.js';
 import { RedisSubscriptionRegistry } from './transport-redis-registry.js';
 import { type Cursor, decodeUpdate, type Position, type StoredUpdate, type Update } from './update.js';
