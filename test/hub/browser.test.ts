@@ -95,6 +95,10 @@ describe('browsers (headless Chromium)', () => {
   test('the dev UI subscribes, publishes and shows the event', async () => {
     const context = await browser.newContext();
     const tab = await context.newPage();
+    const violations: string[] = [];
+    tab.on('console', (message) => {
+      if (/Content Security Policy/i.test(message.text())) violations.push(message.text());
+    });
     await tab.goto(`${hubOrigin}/.well-known/mercure/ui/`);
     await tab.click('#subscribe');
     await tab.waitForFunction(() => document.getElementById('subscribe-status')?.textContent === 'connected');
@@ -113,6 +117,8 @@ describe('browsers (headless Chromium)', () => {
     );
     const shown = await tab.textContent('#events li');
     assert.match(shown ?? '', /hello from the dev UI/);
+    // Issue #22: the dev UI's Content-Security-Policy lets its own EventSource and fetch through.
+    assert.deepEqual(violations, []);
     await context.close();
   });
 });

@@ -54,13 +54,22 @@ ${subscriptionsApi}
 `;
 }
 
+/**
+ * The home page loads nothing, from anywhere, but its inline style; a script running on it (the
+ * Mercure conformance suite's, or an application's served under the hub's origin) may still
+ * connect to the hub itself: `connect-src 'self'` (issue #22: without it, EventSource and fetch
+ * fall back to `default-src 'none'` and are blocked).
+ */
+export const HOME_CONTENT_SECURITY_POLICY =
+  "default-src 'none'; connect-src 'self'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'";
+
 /** Serves the landing page at `/` (GET and HEAD). */
 export function registerHome(app: FastifyInstance, options: HomeOptions): void {
   const html = homePage(options);
   app.get('/', (_request, reply) =>
     reply
       .type('text/html; charset=utf-8')
-      .header('content-security-policy', "default-src 'none'; style-src 'unsafe-inline'")
+      .header('content-security-policy', HOME_CONTENT_SECURITY_POLICY)
       .send(html),
   );
 }
