@@ -1,5 +1,6 @@
 export type { Cluster, Redis } from 'ioredis';
 export { isCluster, type RedisClient } from './client.js';
+export { type Clock, systemClock } from './clock.js';
 export { CLOSE_STEP_MS, closeRedis, settleWithin } from './close.js';
 export { createRedis, parseRedisOptions, type RedisOptions } from './connection.js';
 export { applyDeadlines, RedisUnavailableError, type RedisUnavailableReason } from './deadline.js';
@@ -9,11 +10,14 @@ export { hashTag, type Keyspace, keyspace } from './keys.js';
 export { asRedisUnavailable, isConnectionError, type LoggedError, loggableError } from './log-error.js';
 export { OutageLog, type OutageLogger, redisTarget } from './outage-log.js';
 export {
+  CLOCK_KEY_SUFFIX,
   isNoScript,
+  type LoadScriptsOptions,
   type LuaScript,
   loadScripts,
   pipelineScript,
   runScript,
+  type ScriptClock,
   type ScriptSet,
   scriptNamed,
 } from './scripts.js';

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import type { ChainableCommander } from 'ioredis';
 import type { RedisClient } from './client.js';
 
@@ -18,11 +19,38 @@ const FILE_NAME = /^(?<name>[a-zA-Z][\w-]*?)-(?<keys>\d+)\.lua$/;
 const INCLUDE = /^--@include ([\w-]+)\s*$/m;
 
 /**
+ * Which clock `--@include clock` gives a script (lua/clock-<variant>.lua of this package):
+ * `redis` reads Redis TIME and lets XADD stamp entries itself (production); `key` reads the
+ * milliseconds a test stores at the script's `KEYS[1] + CLOCK_KEY_SUFFIX`.
+ */
+export type ScriptClock = 'redis' | 'key';
+
+export interface LoadScriptsOptions {
+  /** Default `redis`. */
+  readonly clock?: ScriptClock;
+}
+
+/** Appended to a script's KEYS[1]: the key the `key` clock reads (lua/clock-key.lua). */
+export const CLOCK_KEY_SUFFIX = '~test-clock';
+
+/** This package's `lua/`, next to `src/` and `dist/` alike: includes every service may use. */
+const SHARED_LUA_DIRECTORY = fileURLToPath(new URL('../lua/', import.meta.url));
+
+/** Where the text of `--@include <name>` comes from: this package's clock, or the directory's includes/. */
+function includePath(directory: string, name: string, clock: ScriptClock): string {
+  if (name === 'clock') return join(SHARED_LUA_DIRECTORY, `clock-${clock}.lua`);
+  return join(directory, 'includes', `${name}.lua`);
+}
+
+/**
  * Reads every `<name>-<numberOfKeys>.lua` of a directory once, at boot. A line
  * `--@include <name>` is replaced by `includes/<name>.lua`, so logic shared by several scripts
- * exists once (bullmq's includes).
+ * exists once (bullmq's includes). `--@include clock` is this package's: `now_ms()` and
+ * `new_entry_id()` (the id to give XADD) on the clock `options.clock` chooses, so a script
+ * holds no clock code of its own and tests move time without touching its text.
  */
-export function loadScripts(directory: string): ScriptSet {
+export function loadScripts(directory: string, options: LoadScriptsOptions = {}): ScriptSet {
+  const clock = options.clock ?? 'redis';
   const scripts = new Map<string, LuaScript>();
   for (const file of readdirSync(directory).sort()) {
     const match = FILE_NAME.exec(file);
@@ -33,7 +61,7 @@ export function loadScripts(directory: string): ScriptSet {
       const includeName = include[1] as string;
       if (included.has(includeName)) throw new Error(`${file}: ${includeName} is included twice`);
       included.add(includeName);
-      const body = readFileSync(join(directory, 'includes', `${includeName}.lua`), 'utf8');
+      const body = readFileSync(includePath(directory, includeName, clock), 'utf8');
       source = source.replace(include[0], () => body);
     }
     const name = match.groups.name as string;

@@ -4,6 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { stopTestRedis, testRedisUrl, uniquePrefix } from '@herald/testkit';
 import type { Redis } from 'ioredis';
 import {
+  CLOCK_KEY_SUFFIX,
   createRedis,
   keyspace,
   loadScripts,
@@ -13,7 +14,8 @@ import {
   scriptNamed,
 } from '../src/index.js';
 
-const scripts = loadScripts(fileURLToPath(new URL('./lua/', import.meta.url)));
+const directory = fileURLToPath(new URL('./lua/', import.meta.url));
+const scripts = loadScripts(directory);
 let redis: Redis;
 
 before(async () => {
@@ -27,7 +29,7 @@ after(async () => {
 const script = (name: string) => scriptNamed(scripts, name);
 
 test('loads <name>-<keys>.lua files with their key counts and SHA1', () => {
-  assert.deepEqual([...scripts.keys()].sort(), ['doubled', 'increment', 'pair']);
+  assert.deepEqual([...scripts.keys()].sort(), ['doubled', 'increment', 'pair', 'stamped']);
   assert.equal(script('increment').numberOfKeys, 1);
   assert.equal(script('pair').numberOfKeys, 2);
   assert.match(script('increment').sha, /^[0-9a-f]{40}$/);
@@ -74,4 +76,30 @@ test('inlines --@include files from includes/', async () => {
   const key = keyspace(uniquePrefix('include')).key('doubled');
   assert.equal(await runScript(redis, script('doubled'), [key], [21]), 42);
   await redis.del(key);
+});
+
+test('--@include clock reads Redis TIME and lets XADD stamp the entry (the default)', async () => {
+  assert.match(script('stamped').source, /redis\.call\('TIME'\)/);
+  const base = keyspace(uniquePrefix('clock')).key('');
+  const before = Date.now();
+  const [now, id] = await runScript<[string, string]>(redis, script('stamped'), [base], []);
+  const after = Date.now();
+  // Redis and this process share the machine's clock.
+  assert.ok(Number(now) >= before - 1000 && Number(now) <= after + 1000, `${now} near ${before}`);
+  assert.match(id, /^\d+-\d+$/);
+  await redis.del(`${base}s`);
+});
+
+test('--@include clock loaded with clock: key reads the time a test stores at KEYS[1] + the suffix', async () => {
+  const keyed = scriptNamed(loadScripts(directory, { clock: 'key' }), 'stamped');
+  assert.doesNotMatch(keyed.source, /TIME/);
+  assert.notEqual(keyed.sha, script('stamped').sha);
+  const base = keyspace(uniquePrefix('clock')).key('');
+  await assert.rejects(runScript(redis, keyed, [base], []), /no test clock at .*~test-clock/);
+  await redis.set(`${base}${CLOCK_KEY_SUFFIX}`, '4102444800123');
+  assert.deepEqual(await runScript(redis, keyed, [base], []), ['4102444800123', '4102444800123-0']);
+  assert.deepEqual(await runScript(redis, keyed, [base], []), ['4102444800123', '4102444800123-1']);
+  await redis.set(`${base}${CLOCK_KEY_SUFFIX}`, '4102444801000');
+  assert.deepEqual(await runScript(redis, keyed, [base], []), ['4102444801000', '4102444801000-0']);
+  await redis.del(`${base}s`, `${base}${CLOCK_KEY_SUFFIX}`);
 });
