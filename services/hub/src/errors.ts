@@ -16,8 +16,8 @@ export interface HubErrorOptions extends HeraldErrorOptions {
 
 /**
  * The hub's typed errors: a `HERALD_HUB_*` code and an HTTP status (`@herald/errors`; codes in
- * docs/contracts.md, "Errors"), mapped to the wire in one place (the error handler in hub.ts,
- * `sendError`). A 4xx message is shown to the client; a 5xx one only when it is a fixed text
+ * docs/contracts.md, "Errors"), mapped to the wire in one place (the error handler in
+ * hub-routes.ts, `sendError`). A 4xx message is shown to the client; a 5xx one only when it is a fixed text
  * written for clients (`expose: true`). Never key material or compiler output.
  */
 export class HubError extends HeraldError {

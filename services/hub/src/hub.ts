@@ -1,45 +1,24 @@
 import { EventEmitter } from 'node:events';
 import type { AddressInfo } from 'node:net';
-import { HeraldError, sendError } from '@herald/errors';
 import { createServerKit, type Lifecycle, type ServerKit } from '@herald/http';
 import { uuidv7 } from '@herald/ids';
 import { createMetrics, type Metrics } from '@herald/metrics';
 import { redisTopologyFrom, settleWithin } from '@herald/redis';
-import type { FastifyError, FastifyInstance, FastifyServerOptions } from 'fastify';
-import {
-  handleSubscriptionsApi,
-  SUBSCRIPTIONS_PATH,
-  subscriptionEvent,
-  subscriptionRecords,
-} from './active-subscriptions.js';
+import type { FastifyInstance, FastifyServerOptions } from 'fastify';
+import { subscriptionEvent, subscriptionRecords } from './active-subscriptions.js';
 import { HubAuthorization } from './authorization.js';
-import { bearerChallenge, bearerErrorOf } from './challenge.js';
-import { corsCredentials, type HubConfig } from './config.js';
-import { registerCors } from './cors.js';
-import { asHubError, HubError } from './errors.js';
-import { HUB_PATH, HubIdentity, RESOURCE_METADATA_PATH } from './identity.js';
+import type { HubConfig } from './config.js';
+import { registerHubRoutes } from './hub-routes.js';
+import { HUB_PATH, HubIdentity } from './identity.js';
 import { createHubMetrics, type HubMetrics } from './metrics.js';
 import { partitionsOfMatchers } from './partitions.js';
-import {
-  authorizePublisher,
-  handlePublish,
-  PUBLISH_BODY_LIMIT,
-  type PublishDependencies,
-} from './publish.js';
-import { handleResourceMetadata } from './resource-metadata.js';
-import {
-  handleSubscribe,
-  type RegisterOptions,
-  type SubscribeDependencies,
-  type SubscriberRegistry,
-} from './subscribe.js';
+import { PUBLISH_BODY_LIMIT, type PublishDependencies } from './publish.js';
+import type { RegisterOptions, SubscribeDependencies, SubscriberRegistry } from './subscribe.js';
 import { type CloseReason, Subscriber } from './subscriber.js';
 import { SubscriberIndex } from './subscriptions.js';
 import type { SubscriptionRecord, Transport } from './transport.js';
 import { MemoryTransport } from './transport-memory.js';
 import { RedisTransport } from './transport-redis.js';
-import { registerHome } from './ui/home.js';
-import { registerDevUi } from './ui/routes.js';
 import type { StoredUpdate, Update } from './update.js';
 
 export { HUB_PATH };
@@ -317,7 +296,7 @@ export interface HubServer {
   exitOnSignals(): void;
 }
 
-/** Builds a hub node (routes, backend, lifecycle) without binding a port. */
+/** Builds a hub node (backend, routes from hub-routes.ts, lifecycle) without binding a port. */
 export function createHub(options: HubOptions): HubServer {
   const { config } = options;
   const metrics = options.metrics ?? createMetrics({ defaultLabels: { service: 'hub' } });
@@ -331,59 +310,7 @@ export function createHub(options: HubOptions): HubServer {
   const { app, lifecycle } = kit;
   const hub = new Hub(config, metrics, app, options);
 
-  app.setErrorHandler((thrown: FastifyError | Error, request, reply) => {
-    const error = asHubError(thrown);
-    // AuthErrors are counted by the authenticator's onFailure; these are the hub's own refusals.
-    if (error instanceof HubError && error.authReason)
-      hub.metrics.authFailures.inc({ reason: error.authReason });
-    const bearerError = bearerErrorOf(error);
-    if (bearerError !== undefined)
-      reply.header('www-authenticate', bearerChallenge(bearerError, hub.identity.resourceMetadataUrl));
-    const status = error instanceof HeraldError ? error.statusCode : (thrown as FastifyError).statusCode;
-    if (error instanceof HeraldError && (error.statusCode < 500 || error.expose)) {
-      request.log.info({ status, code: error.code }, error.message);
-      return sendError(reply, error, 'text');
-    }
-    if (!(error instanceof HeraldError) && typeof status === 'number' && status >= 400 && status < 500) {
-      // fastify's own refusals of the request (body too large, unsupported content type).
-      request.log.info({ status, code: (thrown as FastifyError).code }, thrown.message);
-      return reply.code(status).type('text/plain; charset=utf-8').send(thrown.message);
-    }
-    // Anything else answers its status's standard text: its message may name internals.
-    // Name, message and stack only: ioredis errors carry the failed command and its arguments.
-    request.log.error(
-      { err: { type: thrown.name, message: thrown.message, stack: thrown.stack } },
-      'request failed',
-    );
-    return sendError(reply, error, 'text');
-  });
-
-  registerCors(app, {
-    origins: config.MERCURE_CORS_ORIGINS,
-    credentials: corsCredentials(config),
-  });
-  app.addContentTypeParser(
-    'application/x-www-form-urlencoded',
-    { parseAs: 'string', bodyLimit: PUBLISH_BODY_LIMIT },
-    (_request, body, done) => done(null, body),
-  );
-  const subscribe = hub.subscribeDependencies;
-  const publish = hub.publishDependencies;
-  app.get(HUB_PATH, (request, reply) => handleSubscribe(subscribe, request, reply));
-  app.get(RESOURCE_METADATA_PATH, (_request, reply) => handleResourceMetadata(hub.identity, config, reply));
-  app.post(HUB_PATH, { onRequest: (request) => authorizePublisher(publish, request) }, (request, reply) =>
-    handlePublish(publish, request, reply),
-  );
-  if (config.MERCURE_SUBSCRIPTIONS) {
-    const subscriptions = { auth: hub.auth, transport: hub.transport, identity: hub.identity };
-    for (const suffix of ['', '/:matchType', '/:matchType/:match', '/:matchType/:match/:subscriber']) {
-      app.get(`${SUBSCRIPTIONS_PATH}${suffix}`, (request, reply) =>
-        handleSubscriptionsApi(subscriptions, request as Parameters<typeof handleSubscriptionsApi>[1], reply),
-      );
-    }
-  }
-  if (config.MERCURE_DEV) registerDevUi(app);
-  registerHome(app, { dev: config.MERCURE_DEV, subscriptions: config.MERCURE_SUBSCRIPTIONS });
+  registerHubRoutes(app, hub);
 
   lifecycle.addReadinessCheck('backend', () => hub.transport.readiness());
   lifecycle.onDrain((deadline) => hub.drain(deadline));
