@@ -103,9 +103,10 @@ export async function runPair(
   const prefix = uniquePrefix('diff');
   await context.clock.set(CLOCK_START);
   await context.clock.track(context.queues.map((queue) => queueBase(prefix, queue, context.slotGroup)));
-  const memory = new MemoryStorage();
+  const memory = new MemoryStorage({ clock: context.clock });
   const redis = new RedisStorage({
     topology: context.topology,
+    clock: context.clock,
     prefix,
     slotGroup: context.slotGroup,
     scripts: context.scripts,

@@ -31,7 +31,7 @@ for i = 1, #ARGV, 2 do
       local old_id = string.match(old, '^(%S+)')
       if redis.call('XDEL', base .. 's:' .. p, old_id) > 0 then forget_entry(base, p, old_id) end
     end
-    local id = redis.call('XADD', base .. 's:' .. p, '*', 'm', ARGV[i + 1], 't', txn, 'tr', field(m, 'tr') or '',
+    local id = redis.call('XADD', base .. 's:' .. p, new_entry_id(), 'm', ARGV[i + 1], 't', txn, 'tr', field(m, 'tr') or '',
       'd', field(m, 'd') or 'null', 's', field(m, 's') or '')
     redis.call('HSET', base .. 'd:' .. p, txn, id .. ' ' .. ARGV[i + 1])
     if horizon > 0 then schedule_trim(base, p, now + horizon * 1000) end

@@ -19,11 +19,12 @@
   (createdBy) and the one that last reset it (resetBy); a second run of the same request finds
   its own id there and answers what the first run did, without starting another generation.
 ]]
+--@include clock
+
 local rbase = KEYS[1]
 local name, source, sink, hash = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local reset, request_id, max_queries, source_tag = ARGV[5] == '1', ARGV[6], tonumber(ARGV[7]), ARGV[8]
-local t = redis.call('TIME')
-local now = string.format('%.0f', tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))
+local now = string.format('%.0f', now_ms())
 
 local function answer(record, fresh, did_reset)
   return cjson.encode({ success = true, query_id = record.id, fresh = fresh, reset = did_reset,

@@ -8,6 +8,7 @@
  * Every operation runs synchronously between two awaits, which gives it the atomicity a Lua
  * script has in Redis.
  */
+import { type Clock, systemClock } from '@herald/redis';
 import { ack } from './memory/ack.js';
 import { listDeadLetters, requeueDeadLetters } from './memory/dead-letters.js';
 import { deleteGroup, groupsOf, seek } from './memory/groups.js';
@@ -18,7 +19,7 @@ import { pop, release } from './memory/pop.js';
 import { push } from './memory/push.js';
 import { configure, deleteQueue, getQueue, listQueues } from './memory/queues.js';
 import { applyRetention } from './memory/retention.js';
-import { createStore } from './memory/state.js';
+import { createStore, type MemoryStore } from './memory/state.js';
 import { refreshStats } from './memory/stats.js';
 import { MemoryTraces } from './memory/traces.js';
 import { transaction } from './memory/transaction.js';
@@ -50,14 +51,27 @@ import type {
 import { prepareMemoryCycle } from './streams/cycle-memory.js';
 import { MemoryStreams } from './streams/memory.js';
 
+export interface MemoryStorageOptions {
+  /** The time every operation reads (default: the system clock); tests move their own. */
+  readonly clock?: Clock;
+}
+
 export class MemoryStorage implements BrokerStorage {
   readonly kind = 'memory';
-  private readonly store = createStore();
-  private readonly traces = new MemoryTraces();
+  private readonly store: MemoryStore;
+  private readonly traces: MemoryTraces;
   private systemFlags: SystemFlags = { maintenanceMode: false, popMaintenanceMode: false };
-  readonly streams = new MemoryStreams((pushItems, request) =>
-    prepareMemoryCycle(this.store, pushItems, request),
-  );
+  readonly streams: MemoryStreams;
+
+  constructor(options: MemoryStorageOptions = {}) {
+    const clock = options.clock ?? systemClock;
+    this.store = createStore(clock);
+    this.traces = new MemoryTraces(clock);
+    this.streams = new MemoryStreams(
+      (pushItems, request) => prepareMemoryCycle(this.store, pushItems, request),
+      clock,
+    );
+  }
 
   onAvailable(listener: AvailabilityListener): () => void {
     this.store.listeners.add(listener);
@@ -151,7 +165,7 @@ export class MemoryStorage implements BrokerStorage {
 
   async partitionStates(name: string): Promise<PartitionState[]> {
     const queue = this.store.queues.get(name);
-    return queue ? partitionStates(queue) : [];
+    return queue ? partitionStates(queue, this.store.clock.now()) : [];
   }
 
   async groupsOf(name: string): Promise<string[]> {

@@ -9,6 +9,7 @@
  */
 import type { Histogram } from '@herald/metrics';
 import {
+  type Clock,
   closeRedis,
   createRedis,
   describeTopology,
@@ -23,6 +24,7 @@ import {
   type ScriptSet,
   scriptNamed,
   subscribeSharded,
+  systemClock,
 } from '@herald/redis';
 import { namespaceAndTask } from './identifiers.js';
 import { ack } from './redis/ack.js';
@@ -78,7 +80,13 @@ export interface RedisStorageOptions {
   readonly commandDuration?: Histogram<'command'>;
   /** Where the node's Redis outages are logged (one line lost, one back: `OutageLog`). */
   readonly log: OutageLogger;
-  /** The Lua scripts (default: lua/). The differential test passes a set whose clock it controls. */
+  /**
+   * The time node-side code reads (default: the system clock). The scripts read theirs through
+   * `--@include clock`: with another clock than the system's, pass `scripts` loaded on the
+   * matching script clock (`loadBrokerScripts({ clock: 'key' })`, shared/redis README.md).
+   */
+  readonly clock?: Clock;
+  /** The Lua scripts (default: lua/ on Redis's clock, `loadBrokerScripts()`). */
   readonly scripts?: ScriptSet;
   /**
    * What shares a Redis Cluster slot (docs/broker.md "Redis topologies"): `queue` (default:
@@ -97,6 +105,13 @@ export interface RedisStorageOptions {
    * replicas hold their write (docs/broker.md, "Replica acknowledgement"); 0 or unset: off.
    */
   readonly replicaAck?: ReplicaAck;
+  /**
+   * What this storage reports itself as (`/health`'s `backend`): `memory` for the embedded
+   * default, which runs this same code on an in-process Redis (storage-embedded.ts).
+   */
+  readonly kind?: 'redis' | 'memory';
+  /** Closed after this storage's connections (the embedded default's in-process Redis). */
+  readonly owns?: { close(): Promise<void> };
 }
 
 export type SlotGroup = 'queue' | 'namespace';
@@ -134,7 +149,7 @@ const KEYS_PER_QUEUE = new Set(['transaction', 'streams-cycle']);
 export const COMMAND_TIMEOUT_MS = 1000;
 
 export class RedisStorage implements BrokerStorage {
-  readonly kind = 'redis';
+  readonly kind: 'redis' | 'memory';
   private readonly redis: RedisClient;
   private readonly subscriber: RedisClient;
   /**
@@ -160,6 +175,7 @@ export class RedisStorage implements BrokerStorage {
 
   constructor(private readonly options: RedisStorageOptions) {
     this.prefix = options.prefix;
+    this.kind = options.kind ?? 'redis';
     const { topology } = options;
     this.oneSlot = topology.kind === 'cluster' || (options.oneSlot ?? false);
     this.redis = createRedis({
@@ -186,7 +202,8 @@ export class RedisStorage implements BrokerStorage {
     outages.watch(this.subscriber, 'herald-broker-notify');
     if (this.writer) outages.watch(this.writer, 'herald-broker-writer');
     this.scripts = options.scripts ?? loadBrokerScripts();
-    this.traces = new RedisTraces(this.redis, (...parts) => this.key(...parts));
+    const clock = options.clock ?? systemClock;
+    this.traces = new RedisTraces(this.redis, (...parts) => this.key(...parts), clock);
     this.registry = new RedisRegistry(this.redis, (...parts) => this.key(...parts));
     // docs/broker.md "Redis topologies": one channel per queue in its slot on Cluster, one for all otherwise.
     const channelOf = this.oneSlot
@@ -202,6 +219,7 @@ export class RedisStorage implements BrokerStorage {
     this.backend = {
       redis: this.redis,
       registry: this.registry,
+      clock,
       key: (...parts) => this.key(...parts),
       base: (queue) => this.base(queue),
       run: (name, keys, args) => this.run(name, keys, args),
@@ -294,6 +312,7 @@ export class RedisStorage implements BrokerStorage {
     await Promise.all(
       [this.redis, this.subscriber, this.writer].map((client) => (client ? closeRedis(client) : undefined)),
     );
+    await this.options.owns?.close();
   }
 
   configure(

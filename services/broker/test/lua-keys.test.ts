@@ -19,6 +19,10 @@ describe('Lua key discipline', () => {
     assert.deepEqual(lines(scanScriptDirectory(luaDirectory)), []);
   });
 
+  it('so is the test clock key the scripts read when loaded on the key clock', () => {
+    assert.deepEqual(lines(scanScriptDirectory(luaDirectory, { clock: 'key' })), []);
+  });
+
   // The scanner itself: each rule on a script that breaks it, and the forms it must accept.
   const cases: { name: string; source: string; violations: number }[] = [
     { name: 'declared key', source: "redis.call('GET', KEYS[1])", violations: 0 },

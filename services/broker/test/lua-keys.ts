@@ -15,7 +15,7 @@
  * move them) is the caller's side, checked where scripts are called (the broker's
  * BROKER_REDIS_ONE_SLOT check, slots.test.ts).
  */
-import { loadScripts } from '@herald/redis';
+import { type LoadScriptsOptions, loadScripts } from '@herald/redis';
 import luaparse from 'luaparse';
 
 export interface KeyViolation {
@@ -282,7 +282,9 @@ export function scanScriptKeys(script: string, source: string): KeyViolation[] {
   return violations;
 }
 
-/** Every `<name>-<n>.lua` of a directory, `--@include`s expanded as the loader does. */
-export function scanScriptDirectory(directory: string): KeyViolation[] {
-  return [...loadScripts(directory).values()].flatMap((script) => scanScriptKeys(script.name, script.source));
+/** Every `<name>-<n>.lua` of a directory, `--@include`s expanded as the loader does (on `options.clock`). */
+export function scanScriptDirectory(directory: string, options: LoadScriptsOptions = {}): KeyViolation[] {
+  return [...loadScripts(directory, options).values()].flatMap((script) =>
+    scanScriptKeys(script.name, script.source),
+  );
 }

@@ -1,7 +1,8 @@
 --[[
   Shared functions, inlined by the script loader where a script says `--@include broker`; this
   file holds the key layout, positions, resolution and backlog counters, and includes the rest
-  in order (each may use what comes before it): trim.lua (retention schedule), leases.lua
+  in order (each may use what comes before it): the clock (now_ms, new_entry_id: shared/redis
+  lua/clock-*.lua, chosen when the scripts are loaded), trim.lua (retention schedule), leases.lua
   (release, reschedule, failed attempts, expiry: an expiry that dead-letters schedules a trim),
   push.lua (push_items), ack.lua (ack_many, the one ack implementation, and check_ack).
 
@@ -49,10 +50,7 @@
                                backlog (set when every group's pending:<g> is counted)
 ]]
 
-local function now_ms()
-  local t = redis.call('TIME')
-  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-end
+--@include clock
 
 local function fmt(n)
   return string.format('%.0f', n)
@@ -177,7 +175,7 @@ local function dead_letter(base, p, g, id, err, attempts, now)
   local e = redis.call('XRANGE', base .. 's:' .. p, id, id)
   if #e == 0 then return end
   local m = e[1]
-  redis.call('XADD', base .. 'dlq', '*', 'p', p, 'g', g, 'sid', id,
+  redis.call('XADD', base .. 'dlq', new_entry_id(), 'p', p, 'g', g, 'sid', id,
     'm', field(m, 'm') or '', 't', field(m, 't') or '', 'tr', field(m, 'tr') or '',
     'd', field(m, 'd') or 'null', 's', field(m, 's') or '', 'err', err or '',
     'rc', attempts, 'at', fmt(now))

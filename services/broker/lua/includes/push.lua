@@ -71,7 +71,7 @@ local function push_items(base, items, cfg, now, namespace, task)
   for i, it in ipairs(items) do
     if results[i][1] == 1 and not again[i] then
       local p = it[1]
-      local id = redis.call('XADD', base .. 's:' .. p, '*', 'm', it[4], 't', it[3], 'tr', it[5],
+      local id = redis.call('XADD', base .. 's:' .. p, new_entry_id(), 'm', it[4], 't', it[3], 'tr', it[5],
         'd', it[6], 's', it[7])
       local writes = dedup_writes[p]
       if not writes then

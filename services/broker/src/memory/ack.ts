@@ -171,7 +171,7 @@ export function applyAck(store: MemoryStore, ack: AckInput, index: number, now: 
 }
 
 export function ack(store: MemoryStore, acks: AckInput[]): AckResult[] {
-  const now = Date.now();
+  const now = store.clock.now();
   const results = acks.map((ack, index) => applyAck(store, ack, index, now));
   notify(
     store,

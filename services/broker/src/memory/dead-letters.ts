@@ -86,7 +86,7 @@ export function listDeadLetters(
 export function requeueDeadLetters(store: MemoryStore, name: string, dlqIds: string[]): number {
   const queue = store.queues.get(name);
   if (!queue) return 0;
-  const now = Date.now();
+  const now = store.clock.now();
   let count = 0;
   // One pass over the DLQ, not one search per id (10,000 ids × a long DLQ).
   const letters = new Map(queue.deadLetters.map((letter) => [letter.dlqId, letter]));

@@ -33,7 +33,7 @@ export function seek(
     registerBeforeQueue(store, name, group, 0);
     return 0;
   }
-  const now = Date.now();
+  const now = store.clock.now();
   if (!queue.groups.has(group)) {
     // A new group, as at its first pop: every partition may hold work for it.
     queue.groups.set(group, 0);

@@ -60,7 +60,7 @@ export function expireLease(
 }
 
 export function extendLease(store: MemoryStore, leaseId: string, seconds: number): LeaseExtension {
-  const now = Date.now();
+  const now = store.clock.now();
   for (const queue of store.queues.values()) {
     const holders = queue.leases.get(leaseId);
     if (!holders) continue;
@@ -95,7 +95,7 @@ export function extendLease(store: MemoryStore, leaseId: string, seconds: number
 
 /** Expires every lease past its time (maintenance; a pop also expires the ones it meets). */
 export function sweepLeases(store: MemoryStore): LeaseSweep {
-  const now = Date.now();
+  const now = store.clock.now();
   const expired: { queue: string; count: number }[] = [];
   for (const queue of queuesByName(store)) {
     // Earliest expiry first, ties by "<partition>\n<group>" encoded: the order of the Redis

@@ -60,7 +60,7 @@ export function listQueueMessages(
 ): QueueMessageState[] {
   const queue = store.queues.get(filter.queue);
   if (!queue) return [];
-  const now = Date.now();
+  const now = store.clock.now();
   // By message id, as Redis matches stream ids: a message pushed again under a dead-lettered
   // one's transaction id (after deleteMessage) is not dead.
   const dead = new Set(

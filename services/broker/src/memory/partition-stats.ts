@@ -74,8 +74,7 @@ export function groupExtras(
   return { leasedMessages, leasedAnswered, extras };
 }
 
-export function partitionStates(queue: MemoryQueue): PartitionState[] {
-  const now = Date.now();
+export function partitionStates(queue: MemoryQueue, now: number): PartitionState[] {
   const dead = new Map<string, number>();
   for (const letter of queue.deadLetters.slice(-LIMITS.partitionDeadLettersRead)) {
     dead.set(letter.partition, (dead.get(letter.partition) ?? 0) + 1);

@@ -20,7 +20,7 @@ import {
 } from './state.js';
 
 export function pop(store: MemoryStore, request: PopRequest): PopResult {
-  const now = Date.now();
+  const now = store.clock.now();
   const group = request.group;
   const start =
     request.subscription.mode === 'all'
@@ -130,7 +130,7 @@ export function pop(store: MemoryStore, request: PopRequest): PopResult {
 
 /** Gives a pop's leases back without counting an attempt (its client went away). */
 export function release(store: MemoryStore, result: PopResult, group: string): void {
-  const now = Date.now();
+  const now = store.clock.now();
   for (const popped of result.partitions) {
     const queue = store.queues.get(popped.queue);
     const partition = queue?.partitions.get(popped.partition);

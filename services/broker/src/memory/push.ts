@@ -108,7 +108,7 @@ export function push(store: MemoryStore, items: PushItem[]): PushResult[] {
     list.push({ item, index });
     byQueue.set(item.queue, list);
   });
-  const now = Date.now();
+  const now = store.clock.now();
   const results: PushResult[] = new Array(items.length);
   let refusal: Error | undefined;
   for (const [name, list] of byQueue) {

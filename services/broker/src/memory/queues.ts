@@ -31,7 +31,7 @@ export function deleteQueue(store: MemoryStore, name: string): boolean {
   const queue = store.queues.get(name);
   store.groupsBeforeQueue.delete(name);
   if (!queue) return false;
-  const now = Date.now();
+  const now = store.clock.now();
   for (const [deleted, answers] of store.answersOfDeleted) {
     if (![...answers.values()].some((entry) => entry.expiresAt > now)) store.answersOfDeleted.delete(deleted);
   }

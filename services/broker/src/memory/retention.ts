@@ -77,7 +77,7 @@ function applyQueueRetention(queue: MemoryQueue, now: number): number {
 
 /** Applies retention and eviction to every queue; returns the number of messages deleted. */
 export function applyRetention(store: MemoryStore): number {
-  const now = Date.now();
+  const now = store.clock.now();
   let deleted = 0;
   for (const queue of store.queues.values()) deleted += applyQueueRetention(queue, now);
   return deleted;

@@ -4,6 +4,7 @@
  * operation runs synchronously between two awaits, which gives it the atomicity a Lua script
  * has in Redis.
  */
+import type { Clock } from '@herald/redis';
 import { namespaceAndTask, partitionIdOf } from '../identifiers.js';
 import {
   type AvailabilityListener,
@@ -81,6 +82,8 @@ export interface LeaseAnswers {
 
 /** Everything the in-process backend holds, but traces and flags (storage-memory.ts). */
 export interface MemoryStore {
+  /** The time every operation reads (lua/includes/broker.lua `now_ms`). */
+  readonly clock: Clock;
   readonly queues: Map<string, MemoryQueue>;
   /** partitionId -> [queue, partition]. */
   readonly partitionIds: Map<string, [string, string]>;
@@ -104,8 +107,9 @@ export interface MemoryStore {
   readonly answersOfDeleted: Map<string, Map<string, LeaseAnswers>>;
 }
 
-export function createStore(): MemoryStore {
+export function createStore(clock: Clock): MemoryStore {
   return {
+    clock,
     queues: new Map(),
     partitionIds: new Map(),
     listeners: new Set(),
@@ -139,7 +143,7 @@ export function queueOf(store: MemoryStore, name: string, create: boolean): Memo
     queue = {
       name,
       ...names,
-      createdAt: Date.now(),
+      createdAt: store.clock.now(),
       options: { ...DEFAULT_QUEUE_OPTIONS },
       partitions: new Map(),
       groups: store.groupsBeforeQueue.get(name) ?? new Map(),

@@ -8,7 +8,7 @@ import { type GroupExtras, groupExtras } from './partition-stats.js';
 import { after, consumerOf, type MemoryStore, queuesByName, retained } from './state.js';
 
 export function refreshStats(store: MemoryStore): QueueStats[] {
-  const now = Date.now();
+  const now = store.clock.now();
   const previous = new Map(store.statsSnapshot.map((stats) => [stats.queue, stats]));
   store.statsSnapshot = queuesByName(store).map((queue) => {
     const { leasedMessages, leasedAnswered, extras } = groupExtras(queue, now);

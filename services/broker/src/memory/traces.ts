@@ -1,3 +1,4 @@
+import type { Clock } from '@herald/redis';
 import { newId } from '../identifiers.js';
 import type { TraceEntry, TraceInput } from '../storage.js';
 
@@ -23,8 +24,10 @@ export class MemoryTraces {
   private readonly byMessage = new Map<string, TraceEntry[]>();
   private readonly byName = new Map<string, TraceEntry[]>();
 
+  constructor(private readonly clock: Clock) {}
+
   add(trace: TraceInput): TraceEntry {
-    const entry: TraceEntry = { ...trace, id: newId(), createdAt: new Date().toISOString() };
+    const entry: TraceEntry = { ...trace, id: newId(), createdAt: new Date(this.clock.now()).toISOString() };
     appendCapped(this.byMessage, `${trace.partitionId}\n${trace.transactionId}`, entry, PER_MESSAGE);
     for (const name of trace.traceNames) appendCapped(this.byName, name, entry, PER_NAME);
     return entry;

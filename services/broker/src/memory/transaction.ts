@@ -9,7 +9,7 @@ import { append, checkCapacity, countFresh, unsealedQueue } from './push.js';
 import { type MemoryStore, notify } from './state.js';
 
 export function transaction(store: MemoryStore, operations: TransactionOperation[]): TransactionOutcome {
-  const now = Date.now();
+  const now = store.clock.now();
   const acked = new Set<string>();
   // In order, as the Redis script checks: a clear payload for an encrypted queue is refused
   // when it comes before the first failing ack, and the other way round.

@@ -1,4 +1,4 @@
-import type { RedisClient } from '@herald/redis';
+import type { Clock, RedisClient } from '@herald/redis';
 import type { RedisRegistry } from './registry.js';
 
 /** A script's reply as ioredis returns it. */
@@ -15,6 +15,8 @@ export const decode = decodeURIComponent;
 export interface RedisBackend {
   readonly redis: RedisClient;
   readonly registry: RedisRegistry;
+  /** The time node-side code reads; the scripts read the same one (RedisStorageOptions.clock). */
+  readonly clock: Clock;
   /** A global key: `<prefix><parts joined by ':'>`. */
   key(...parts: string[]): string;
   /** `<prefix>{<queue>}:`: every key of one queue shares this hash tag. */

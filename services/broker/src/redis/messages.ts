@@ -53,7 +53,7 @@ export async function listQueueMessages(
     const fields = fieldsOf(list);
     if (fields.g === group) dead.add(`${fields.p}\n${fields.sid}`);
   }
-  const now = Date.now();
+  const now = backend.clock.now();
   const rows: { at: number; id: string; row: QueueMessageState }[] = [];
   await Promise.all(
     Object.entries(parts).map(async ([encoded, partitionId]) => {

@@ -11,7 +11,7 @@ export async function pop(backend: RedisBackend, request: PopRequest): Promise<P
   const start =
     request.subscription.mode === 'all'
       ? '0-0'
-      : positionBefore(request.subscription.mode === 'new' ? Date.now() : request.subscription.at);
+      : positionBefore(request.subscription.mode === 'new' ? backend.clock.now() : request.subscription.at);
   const reply = await backend.run<[string, [string, string, string, string, Reply[][]][]]>(
     'pop',
     [base],
@@ -58,7 +58,7 @@ export async function pop(backend: RedisBackend, request: PopRequest): Promise<P
       backend.key('lease', first.leaseId),
       request.queue,
       'PX',
-      Math.max(1000, first.leaseExpiresAt - Date.now() + 60_000),
+      Math.max(1000, first.leaseExpiresAt - backend.clock.now() + 60_000),
     );
   }
   return { partitions, nextReadyAt: Number(reply[0]) };

@@ -26,8 +26,9 @@ export async function configure(
   const base = backend.base(queue);
   const fields: string[] = ['namespace', names.namespace, 'task', names.task];
   for (const [name, value] of Object.entries(options)) fields.push(name, String(value));
-  await backend.run('configure', [base], [Date.now(), ...fields]);
-  await scheduleAllPartitions(backend.redis, base);
+  const now = backend.clock.now();
+  await backend.run('configure', [base], [now, ...fields]);
+  await scheduleAllPartitions(backend.redis, base, now);
   await backend.registry.register(queue, []);
   return (await getQueue(backend, queue)) as QueueInfo;
 }

@@ -1,4 +1,4 @@
-import type { RedisClient } from '@herald/redis';
+import type { Clock, RedisClient } from '@herald/redis';
 import { newId } from '../identifiers.js';
 import type { TraceEntry, TraceInput } from '../storage.js';
 
@@ -18,10 +18,11 @@ export class RedisTraces {
   constructor(
     private readonly redis: RedisClient,
     private readonly key: (...parts: string[]) => string,
+    private readonly clock: Clock,
   ) {}
 
   async add(trace: TraceInput): Promise<TraceEntry> {
-    const entry: TraceEntry = { ...trace, id: newId(), createdAt: new Date().toISOString() };
+    const entry: TraceEntry = { ...trace, id: newId(), createdAt: new Date(this.clock.now()).toISOString() };
     // One MULTI per key, never one across keys: on Redis Cluster each key has its own slot
     // (docs/broker.md "Redis topologies"). A reader skips an id whose entry is not (yet) there.
     const appendTo = (key: string, kept: number) =>

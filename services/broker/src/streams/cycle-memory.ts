@@ -30,7 +30,7 @@ export function prepareMemoryCycle(
   pushItems: Parameters<PrepareCycle>[0],
   request: Parameters<PrepareCycle>[1],
 ): ReturnType<PrepareCycle> {
-  const now = Date.now();
+  const now = store.clock.now();
   let located: { queue: Queue; partition: Partition; consumer: Consumer; message: Message } | undefined;
   if (request) {
     const found = locate(store, request.partitionId);

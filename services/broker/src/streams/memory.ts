@@ -1,3 +1,4 @@
+import type { Clock } from '@herald/redis';
 import { STREAMS_LIMITS } from './limits.js';
 import type {
   CycleInput,
@@ -38,7 +39,10 @@ export class MemoryStreams implements StreamsStorage {
   private readonly answers = new Map<string, { expiresAt: number; outcome: CycleOutcome }>();
   private answersSweepAt = 1024;
 
-  constructor(private readonly prepareCycle: PrepareCycle) {}
+  constructor(
+    private readonly prepareCycle: PrepareCycle,
+    private readonly clock: Clock,
+  ) {}
 
   async register(registration: QueryRegistration): Promise<RegisterOutcome> {
     const existing = this.byName.get(registration.name);
@@ -89,7 +93,7 @@ export class MemoryStreams implements StreamsStorage {
   }
 
   async cycle(input: CycleInput): Promise<CycleOutcome | undefined> {
-    const now = Date.now();
+    const now = this.clock.now();
     const remembered = this.answers.get(input.cycleId);
     if (remembered && remembered.expiresAt > now) return remembered.outcome;
     const query = this.byId.get(input.queryId);
