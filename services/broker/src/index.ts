@@ -20,7 +20,7 @@ import { registerStatusRoutes } from './routes/status.js';
 import { registerStreamsRoutes } from './routes/streams.js';
 import { registerTraceRoutes } from './routes/traces.js';
 import type { BrokerStorage } from './storage.js';
-import { startEmbeddedStorage } from './storage-embedded.js';
+import { MemoryStorage } from './storage-memory.js';
 import { RedisStorage } from './storage-redis.js';
 import { createStreamsMetrics } from './streams/metrics.js';
 import { LIMITS } from './validation.js';
@@ -30,7 +30,6 @@ export { type BrokerConfig, brokerSpec } from './config.js';
 export { loadBrokerScripts } from './scripts.js';
 export type { BrokerStorage } from './storage.js';
 export { MemoryStorage, type MemoryStorageOptions } from './storage-memory.js';
-export { type EmbeddedStorageOptions, startEmbeddedStorage } from './storage-embedded.js';
 export { RedisStorage } from './storage-redis.js';
 
 export interface Broker {
@@ -104,11 +103,7 @@ export async function startBroker(config: BrokerConfig, options: StartOptions = 
       log: app.log,
     });
   } else {
-    storage = await startEmbeddedStorage({
-      prefix: config.BROKER_KEY_PREFIX,
-      commandDuration: metrics.redisCommandDuration,
-      log: app.log,
-    });
+    storage = new MemoryStorage();
     app.log.warn(
       'No Redis is configured (REDIS_URL, REDIS_SENTINELS, REDIS_CLUSTER_NODES): using the in-process backend (one node; messages do not survive a restart)',
     );
