@@ -5,8 +5,8 @@
  * sequence with operations removed (shrinking) still replays.
  */
 import type { BrokerStorage } from '@herald/broker';
+import type { Clock } from '@herald/redis';
 import { seededRandom } from '@herald/testkit';
-import type { TestClock } from './differential-clock.js';
 
 type QueueOptions = Parameters<BrokerStorage['configure']>[1];
 type PushItem = Parameters<BrokerStorage['push']>[0][number];
@@ -228,7 +228,7 @@ export class Runner {
 
   constructor(
     readonly storage: BrokerStorage,
-    private readonly clock: TestClock,
+    private readonly clock: Clock,
     /** The names of queue 0 and 1 (QUEUES; one namespace when the run needs them in one slot). */
     private readonly queues: readonly string[] = QUEUES,
   ) {}

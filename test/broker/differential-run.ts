@@ -5,9 +5,8 @@
  */
 import { isDeepStrictEqual } from 'node:util';
 import { type BrokerStorage, MemoryStorage, RedisStorage } from '@herald/broker';
-import type { RedisTopology, ScriptSet } from '@herald/redis';
+import type { KeyClock, RedisTopology, ScriptSet } from '@herald/redis';
 import { uniquePrefix } from '@herald/testkit';
-import type { TestClock } from './differential-clock.js';
 import { type Operation, Runner } from './differential-model.js';
 
 /** Far enough ahead that the scripts' absolute key expiries (PEXPIREAT) never fall in the past. */
@@ -24,7 +23,11 @@ export interface Mismatch {
 export interface PairContext {
   topology: RedisTopology;
   scripts: ScriptSet;
-  clock: TestClock;
+  /**
+   * Both storages' clock; the Redis storage's scripts (`scripts`, loaded on the key clock) read
+   * it from a key per queue base, which it writes as it moves.
+   */
+  clock: KeyClock;
   /** Queue 0 and 1 of the operations (QUEUES, or two of one namespace on Redis Cluster). */
   queues: readonly string[];
   /** BROKER_REDIS_SLOT_GROUP of the Redis storage. */
@@ -101,6 +104,7 @@ export async function runPair(
   context: PairContext,
 ): Promise<Mismatch | undefined> {
   const prefix = uniquePrefix('diff');
+  context.clock.untrackAll();
   await context.clock.set(CLOCK_START);
   await context.clock.track(context.queues.map((queue) => queueBase(prefix, queue, context.slotGroup)));
   const memory = new MemoryStorage({ clock: context.clock });

@@ -16,15 +16,16 @@
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
 import { after, before, test } from 'node:test';
+import { loadBrokerScripts } from '@herald/broker';
 import {
   createRedis,
+  KeyClock,
   type RedisClient,
   type RedisTopology,
   redisTopologyFromEnv,
   type ScriptSet,
 } from '@herald/redis';
 import { stopTestRedis, testRedisEnvironment, testTopology } from '@herald/testkit';
-import { scriptsWithClock, TestClock } from './differential-clock.js';
 import { generate, type Operation, QUEUES } from './differential-model.js';
 import { REGRESSIONS } from './differential-regressions.js';
 import { CLOCK_START, describe, type PairContext, runPair, shrink } from './differential-run.js';
@@ -58,7 +59,9 @@ const queues = onCluster ? ['orders', 'orders.Zeta'] : QUEUES;
 const slotGroup = onCluster ? 'namespace' : 'queue';
 let topology: RedisTopology;
 let redis: RedisClient;
-const scripts: ScriptSet = scriptsWithClock();
+// The broker's scripts on the key clock (shared/redis README.md, "One clock"): their time is
+// the KeyClock's, written to a key per queue base; the text is production's otherwise.
+const scripts: ScriptSet = loadBrokerScripts({ clock: 'key' });
 
 before(async () => {
   const found = redisTopologyFromEnv(await testRedisEnvironment());
@@ -78,9 +81,9 @@ async function check(label: number | 'replay', operations: Operation[], context:
   assert.fail(describe(label, shrunk));
 }
 
-/** Date is left alone: both storages read the TestClock, their scripts its keys. */
+/** Date is left alone: both storages read the KeyClock, the scripts its keys. */
 function contextFor(): PairContext {
-  const clock = new TestClock(redis, CLOCK_START);
+  const clock = new KeyClock(CLOCK_START, redis);
   return { topology, scripts, clock, queues, slotGroup };
 }
 

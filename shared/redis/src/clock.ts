@@ -1,3 +1,6 @@
+import type { RedisClient } from './client.js';
+import { CLOCK_KEY_SUFFIX } from './scripts.js';
+
 /**
  * The time storage code reads (milliseconds since the epoch), given to it rather than read from
  * `Date.now()`, so a test can move it. Scripts get the matching clock when they are loaded
@@ -10,3 +13,50 @@ export interface Clock {
 
 /** The machine's clock: what every node runs on outside tests. */
 export const systemClock: Clock = { now: () => Date.now() };
+
+/**
+ * A clock a test moves (`set`, `advance`), for node code and for scripts loaded with
+ * `{ clock: 'key' }`: it writes its time to `<base>~test-clock` (CLOCK_KEY_SUFFIX) for every
+ * base it tracks, the first key of the scripts called on that base. Without a connection it
+ * is only a node-side clock (an in-process backend).
+ */
+export class KeyClock implements Clock {
+  private current: number;
+  private readonly keys = new Set<string>();
+
+  constructor(
+    start: number,
+    private readonly redis?: RedisClient,
+  ) {
+    this.current = start;
+  }
+
+  now(): number {
+    return this.current;
+  }
+
+  /** Adds bases (the scripts' KEYS[1]) whose clock key `set` writes, and writes it now. */
+  async track(bases: readonly string[]): Promise<void> {
+    if (!this.redis) return;
+    const added = bases.map((base) => `${base}${CLOCK_KEY_SUFFIX}`);
+    for (const key of added) this.keys.add(key);
+    // One command per key: on Cluster the keys live in different slots.
+    await Promise.all(added.map((key) => this.redis?.set(key, String(this.current))));
+  }
+
+  /** Forgets every tracked base (the keys stay: they belong to the test's prefix). */
+  untrackAll(): void {
+    this.keys.clear();
+  }
+
+  /** Moves the time; a script must never see it go back (XADD `<ms>-*` below a stream's last id fails). */
+  async set(ms: number): Promise<void> {
+    this.current = ms;
+    const redis = this.redis;
+    if (redis) await Promise.all([...this.keys].map((key) => redis.set(key, String(ms))));
+  }
+
+  advance(ms: number): Promise<void> {
+    return this.set(this.current + ms);
+  }
+}

@@ -1,6 +1,6 @@
 export type { Cluster, Redis } from 'ioredis';
 export { isCluster, type RedisClient } from './client.js';
-export { type Clock, systemClock } from './clock.js';
+export { type Clock, KeyClock, systemClock } from './clock.js';
 export { CLOSE_STEP_MS, closeRedis, settleWithin } from './close.js';
 export { createRedis, parseRedisOptions, type RedisOptions } from './connection.js';
 export { applyDeadlines, RedisUnavailableError, type RedisUnavailableReason } from './deadline.js';
