@@ -2,7 +2,7 @@ import type { AddressInfo } from 'node:net';
 import { ConfigError } from '@herald/config';
 import { createServerKit } from '@herald/http';
 import { createMetrics } from '@herald/metrics';
-import { redisTopologyFrom } from '@herald/redis';
+import { type Clock, redisTopologyFrom } from '@herald/redis';
 import type { FastifyInstance, FastifyServerOptions, RouteOptions } from 'fastify';
 import { brokerAuthPlugin, requireDeclaredAccess } from './auth.js';
 import type { BrokerConfig } from './config.js';
@@ -19,6 +19,7 @@ import { registerResourceRoutes } from './routes/resources.js';
 import { registerStatusRoutes } from './routes/status.js';
 import { registerStreamsRoutes } from './routes/streams.js';
 import { registerTraceRoutes } from './routes/traces.js';
+import { loadBrokerScripts } from './scripts.js';
 import type { BrokerStorage } from './storage.js';
 import { MemoryStorage } from './storage-memory.js';
 import { RedisStorage } from './storage-redis.js';
@@ -53,6 +54,12 @@ export interface StartOptions {
    * listener opens, so a signal that comes right after "listening" is never the default kill.
    */
   readonly exitOnSignals?: boolean;
+  /**
+   * The clock storage reads (default: the system clock). A test gives its own to move time: on
+   * Redis the scripts are then loaded on the key clock, so the test writes its time to each
+   * queue base's `~test-clock` key (`KeyClock`, shared/redis README.md "One clock").
+   */
+  readonly clock?: Clock;
 }
 
 /** Starts one broker node: storage, maintenance, HTTP listener. */
@@ -101,9 +108,10 @@ export async function startBroker(config: BrokerConfig, options: StartOptions = 
       },
       commandDuration: metrics.redisCommandDuration,
       log: app.log,
+      ...(options.clock ? { clock: options.clock, scripts: loadBrokerScripts({ clock: 'key' }) } : {}),
     });
   } else {
-    storage = new MemoryStorage();
+    storage = new MemoryStorage(options.clock ? { clock: options.clock } : {});
     app.log.warn(
       'No Redis is configured (REDIS_URL, REDIS_SENTINELS, REDIS_CLUSTER_NODES): using the in-process backend (one node; messages do not survive a restart)',
     );

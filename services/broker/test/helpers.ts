@@ -1,13 +1,19 @@
 import { after, before } from 'node:test';
 import { parseEnv } from '@herald/config';
+import { createRedis, KeyClock, type RedisClient, redisTopologyFrom } from '@herald/redis';
 import { REDIS_TOPOLOGY_VARIABLES, testRedisEnvironment, uniquePrefix } from '@herald/testkit';
 import { brokerSpec } from '../src/config.js';
+import { namespaceAndTask } from '../src/identifiers.js';
 import { type Broker, startBroker } from '../src/index.js';
 
 export type Backend = 'memory' | 'redis';
 export const BACKENDS: Backend[] = ['memory', 'redis'];
 
-export async function startTestBroker(backend: Backend, extra: Record<string, string> = {}): Promise<Broker> {
+export async function startTestBroker(
+  backend: Backend,
+  extra: Record<string, string> = {},
+  clock?: KeyClock,
+): Promise<Broker> {
   const environment: Record<string, string> = {
     PORT: '0',
     HOST: '127.0.0.1',
@@ -29,7 +35,10 @@ export async function startTestBroker(backend: Backend, extra: Record<string, st
   }
   // Last, so a test can pick its own key prefix (to measure what the broker stored).
   Object.assign(environment, extra);
-  return startBroker(parseEnv(brokerSpec, environment), { fastify: { logger: false } });
+  return startBroker(parseEnv(brokerSpec, environment), {
+    fastify: { logger: false },
+    ...(clock ? { clock } : {}),
+  });
 }
 
 /** A broker started before a suite's tests and closed after them, with a client for it. */
@@ -47,6 +56,58 @@ export function brokerSuite(backend: Backend, extra: Record<string, string> = {}
   });
   after(() => suite.broker.close());
   return suite;
+}
+
+/** A suite whose broker reads a clock its tests move instead of waiting (shared/redis KeyClock). */
+export interface ClockedBrokerSuite extends BrokerSuite {
+  readonly clock: KeyClock;
+  /**
+   * A fresh queue name (queueName) whose scripts read the suite's clock: on Redis its key base
+   * gets a `~test-clock` key (a script on a base without one fails, never reads Redis's clock).
+   */
+  queue(label?: string): Promise<string>;
+}
+
+export function clockedBrokerSuite(backend: Backend, extra: Record<string, string> = {}): ClockedBrokerSuite {
+  const suite = {} as { broker: Broker; api: BrokerClient; clock: KeyClock };
+  let redis: RedisClient | undefined;
+  let baseOf: (queue: string) => string = () => '';
+  before(async () => {
+    const start = Date.now();
+    if (backend === 'redis') {
+      const prefix = uniquePrefix('broker');
+      const environment = { ...(await testRedisEnvironment()), BROKER_KEY_PREFIX: prefix, ...extra };
+      const config = parseEnv(brokerSpec, environment);
+      const topology = redisTopologyFrom(config);
+      if (!topology) throw new Error('no Redis topology for a clocked broker suite');
+      redis = createRedis({ topology, connectionName: 'test-clock' });
+      // storage-redis.ts `base`, per BROKER_REDIS_SLOT_GROUP (set for Cluster by startTestBroker).
+      const byNamespace =
+        config.BROKER_REDIS_SLOT_GROUP === 'namespace' || 'REDIS_CLUSTER_NODES' in environment;
+      const encode = encodeURIComponent;
+      baseOf = (queue) =>
+        byNamespace
+          ? `${prefix}{${encode(namespaceAndTask(queue).namespace)}}:${encode(queue)}:`
+          : `${prefix}{${encode(queue)}}:`;
+      suite.clock = new KeyClock(start, redis);
+      suite.broker = await startTestBroker(backend, { BROKER_KEY_PREFIX: prefix, ...extra }, suite.clock);
+    } else {
+      suite.clock = new KeyClock(start);
+      suite.broker = await startTestBroker(backend, extra, suite.clock);
+    }
+    suite.api = client(suite.broker.url);
+  });
+  after(async () => {
+    await suite.broker.close();
+    redis?.disconnect();
+  });
+  return Object.assign(suite, {
+    async queue(label?: string): Promise<string> {
+      const queue = queueName(label);
+      await suite.clock.track([baseOf(queue)]);
+      return queue;
+    },
+  });
 }
 
 export interface Reply<T = unknown> {

@@ -1,24 +1,23 @@
 /*
  * Retention, eviction and maxSize as Queen applies them (docs/broker.md "Queue options"), over
- * HTTP, on both backends. Time-based rules use 1 s windows: the tests wait past them and never
- * assert how fast anything ran.
+ * HTTP, on both backends. Time-based rules use 1 s windows: the broker runs on a clock the
+ * tests move past them (clockedBrokerSuite), never on time they wait for.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { stopTestRedis, testRedisUrl, uniquePrefix } from '@herald/testkit';
 import { Redis } from 'ioredis';
 import type { Broker } from '../src/index.js';
-import { BACKENDS, brokerSuite, client, queueName, startTestBroker } from './helpers.js';
+import { BACKENDS, client, clockedBrokerSuite, queueName, startTestBroker } from './helpers.js';
 
 after(() => stopTestRedis());
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-/** Past a 1 s option window, with slack for the clock granularity of stream ids. */
-const PAST_ONE_SECOND = 1300;
+/** Past a 1 s option window. */
+const PAST_ONE_SECOND = 1001;
 
 for (const backend of BACKENDS) {
   describe(`broker retention and maxSize (${backend})`, () => {
-    const suite = brokerSuite(backend);
+    const suite = clockedBrokerSuite(backend);
 
     const pushMany = (queue: string, count: number, label = 'm') =>
       suite.api.push(
@@ -28,7 +27,7 @@ for (const backend of BACKENDS) {
       (await suite.api.call('GET', `/api/v1/messages/${partitionId}/${transactionId}`)).status;
 
     test('maxSize counts only unresolved messages: once consumed, pushes are admitted again', async () => {
-      const queue = queueName('maxsize');
+      const queue = await suite.queue('maxsize');
       await suite.api.configure(queue, { maxSize: 5 });
       assert.equal((await pushMany(queue, 5)).status, 201);
       assert.equal((await suite.api.push([{ queue, payload: 'over' }])).status, 429);
@@ -40,7 +39,7 @@ for (const backend of BACKENDS) {
     });
 
     test('maxSize with consumer groups counts the backlog of the slowest group', async () => {
-      const queue = queueName('maxsize-groups');
+      const queue = await suite.queue('maxsize-groups');
       await suite.api.configure(queue, { maxSize: 4 });
       // Both groups exist before the pushes (subscriptionMode all: they read everything).
       assert.equal((await suite.api.pop(queue, 'consumerGroup=fast')).status, 204);
@@ -61,7 +60,7 @@ for (const backend of BACKENDS) {
 
     test('retention off (the default): a group created later with subscriptionMode=all reads every message', async () => {
       // Issue 10's reproduction: what Queen's client create() sends by default.
-      const queue = queueName('later-group');
+      const queue = await suite.queue('later-group');
       await suite.api.configure(queue, {
         retentionEnabled: false,
         completedRetentionSeconds: 0,
@@ -85,18 +84,18 @@ for (const backend of BACKENDS) {
     });
 
     test('retention options apply only with retentionEnabled=true', async () => {
-      const queue = queueName('not-enabled');
+      const queue = await suite.queue('not-enabled');
       await suite.api.configure(queue, { retentionSeconds: 1, completedRetentionSeconds: 1 });
       const pushed = await pushMany(queue, 2);
       await suite.api.pop(queue, 'batch=1&autoAck=true');
-      await sleep(PAST_ONE_SECOND);
+      await suite.clock.advance(PAST_ONE_SECOND);
       await suite.broker.storage.applyRetention();
       const partitionId = pushed.body[0].partition_id;
       assert.equal(await messageStatus(partitionId, 'm0'), 200, 'completed message kept');
       assert.equal(await messageStatus(partitionId, 'm1'), 200, 'pending message kept');
       // Enabled, with completedRetentionSeconds 0: completed messages are kept (Queen: both
       // retentionEnabled and a window above 0 are required).
-      const zero = queueName('enabled-zero');
+      const zero = await suite.queue('enabled-zero');
       await suite.api.configure(zero, { retentionEnabled: true, completedRetentionSeconds: 0 });
       const zeroPushed = await pushMany(zero, 1);
       await suite.api.pop(zero, 'autoAck=true');
@@ -105,12 +104,12 @@ for (const backend of BACKENDS) {
     });
 
     test('completedRetentionSeconds deletes messages every group resolved once older than the window', async () => {
-      const queue = queueName('completed');
+      const queue = await suite.queue('completed');
       await suite.api.configure(queue, { retentionEnabled: true, completedRetentionSeconds: 1 });
       const pushed = await pushMany(queue, 3);
       const partitionId = pushed.body[0].partition_id;
       await suite.api.pop(queue, 'batch=2&autoAck=true');
-      await sleep(PAST_ONE_SECOND);
+      await suite.clock.advance(PAST_ONE_SECOND);
       assert.equal(await suite.broker.storage.applyRetention(), 2);
       assert.equal(await messageStatus(partitionId, 'm0'), 404);
       assert.equal(await messageStatus(partitionId, 'm1'), 404);
@@ -123,22 +122,22 @@ for (const backend of BACKENDS) {
     });
 
     test('retentionSeconds deletes messages older than the window, consumed or not', async () => {
-      const queue = queueName('expired');
+      const queue = await suite.queue('expired');
       await suite.api.configure(queue, { retentionEnabled: true, retentionSeconds: 1 });
       await pushMany(queue, 3);
       await suite.api.pop(queue, 'batch=1&autoAck=true');
-      await sleep(PAST_ONE_SECOND);
+      await suite.clock.advance(PAST_ONE_SECOND);
       assert.equal(await suite.broker.storage.applyRetention(), 3);
       assert.equal((await suite.api.pop(queue, 'batch=10')).status, 204);
     });
 
     test('stats count what is left to resolve: evicted messages leave pending and group lag', async () => {
-      const queue = queueName('stats');
+      const queue = await suite.queue('stats');
       await suite.api.configure(queue, { maxWaitTimeSeconds: 1 });
       assert.equal((await suite.api.pop(queue, 'consumerGroup=lagging')).status, 204);
       await pushMany(queue, 3);
       await suite.api.pop(queue, 'consumerGroup=lagging&batch=1&autoAck=true');
-      const ungrouped = queueName('stats-nogroup');
+      const ungrouped = await suite.queue('stats-nogroup');
       await suite.api.configure(ungrouped, { maxWaitTimeSeconds: 1 });
       await pushMany(ungrouped, 2);
       // Queen's shapes: the queue detail's pending total, each group's totalLag in the group list.
@@ -154,7 +153,7 @@ for (const backend of BACKENDS) {
       assert.equal(before.pending, 2);
       assert.deepEqual(before.groups, [['lagging', 2]]);
       assert.equal((await statusOf(ungrouped)).pending, 2);
-      await sleep(PAST_ONE_SECOND);
+      await suite.clock.advance(PAST_ONE_SECOND);
       assert.equal(await suite.broker.storage.applyRetention(), 4);
       const after = await statusOf(queue);
       assert.equal(after.pending, 0);
@@ -163,12 +162,12 @@ for (const backend of BACKENDS) {
     });
 
     test('maxWaitTimeSeconds evicts (deletes) messages still waiting, without retentionEnabled', async () => {
-      const queue = queueName('evict');
+      const queue = await suite.queue('evict');
       await suite.api.configure(queue, { maxWaitTimeSeconds: 1, maxSize: 3 });
       const pushed = await pushMany(queue, 3);
       const partitionId = pushed.body[0].partition_id;
       await suite.api.pop(queue, 'batch=1&autoAck=true');
-      await sleep(PAST_ONE_SECOND);
+      await suite.clock.advance(PAST_ONE_SECOND);
       assert.equal(await suite.broker.storage.applyRetention(), 2, 'the two waiting messages');
       assert.equal(await messageStatus(partitionId, 'm0'), 200, 'consumed: not waiting, kept');
       assert.equal(await messageStatus(partitionId, 'm1'), 404);
