@@ -6,13 +6,13 @@
 import assert from 'node:assert/strict';
 import { after, describe, test } from 'node:test';
 import { stopTestRedis } from '@herald/testkit';
-import { BACKENDS, brokerSuite, queueName } from './helpers.js';
+import { BACKENDS, clockedBrokerSuite } from './helpers.js';
 
 after(() => stopTestRedis());
 
 for (const backend of BACKENDS) {
   describe(`retried acks are repeats (${backend})`, () => {
-    const suite = brokerSuite(backend);
+    const suite = clockedBrokerSuite(backend);
 
     async function popOne(queue: string, retryLimit: number) {
       await suite.api.configure(queue, { retryLimit, leaseTime: 60 });
@@ -33,7 +33,7 @@ for (const backend of BACKENDS) {
     ] as const;
     for (const { status, retryLimit, dlq, redelivered } of cases) {
       test(`the same ${status} ack twice (retryLimit ${retryLimit}): both succeed, the second is a repeat that changes nothing`, async () => {
-        const queue = queueName('repeat');
+        const queue = await suite.queue('repeat');
         const message = await popOne(queue, retryLimit);
         const body = {
           transactionId: 't1',
@@ -65,7 +65,7 @@ for (const backend of BACKENDS) {
     }
 
     test('an ack retried after retention removed the message is still a repeat (single and batch)', async () => {
-      const queue = queueName('repeat-retained');
+      const queue = await suite.queue('repeat-retained');
       await suite.api.configure(queue, {
         retryLimit: 3,
         leaseTime: 60,
@@ -88,7 +88,7 @@ for (const backend of BACKENDS) {
         [true, true],
       );
       // Past completedRetentionSeconds, the next retention run deletes both messages.
-      await new Promise((resolve) => setTimeout(resolve, 1300));
+      await suite.clock.advance(1001);
       assert.ok((await suite.broker.storage.applyRetention()) >= 2, 'retention removed the acked messages');
       const single = await suite.api.ack(acks[0]);
       assert.deepEqual(
@@ -106,7 +106,7 @@ for (const backend of BACKENDS) {
     });
 
     test('a batch ack sent twice: every item of the retry is a repeat', async () => {
-      const queue = queueName('repeat-batch');
+      const queue = await suite.queue('repeat-batch');
       await suite.api.push(
         ['a', 'b', 'c'].map((transactionId) => ({ queue, payload: transactionId, transactionId })),
       );
@@ -144,8 +144,8 @@ for (const backend of BACKENDS) {
     });
 
     test('a transaction sent twice: its ack is a repeat, the retry commits', async () => {
-      const source = queueName('repeat');
-      const target = queueName('repeat');
+      const source = await suite.queue('repeat');
+      const target = await suite.queue('repeat');
       const message = await popOne(source, 3);
       const body = {
         operations: [
@@ -172,7 +172,7 @@ for (const backend of BACKENDS) {
     });
 
     test('a stale lease is still refused, and a conflicting second answer too', async () => {
-      const queue = queueName('repeat-stale');
+      const queue = await suite.queue('repeat-stale');
       const message = await popOne(queue, 3);
       const completed = { transactionId: 't1', partitionId: message.partitionId, leaseId: message.leaseId };
       assert.equal((await suite.api.ack(completed)).body[0].success, true);
