@@ -1,5 +1,5 @@
-import { HeraldError, sendError } from '@herald/errors';
-import type { FastifyError, FastifyInstance } from 'fastify';
+import { installErrorHandler } from '@herald/http';
+import type { FastifyInstance } from 'fastify';
 import { handleSubscriptionsApi, SUBSCRIPTIONS_PATH } from './active-subscriptions.js';
 import { bearerChallenge, bearerErrorOf } from './challenge.js';
 import { corsCredentials } from './config.js';
@@ -20,31 +20,18 @@ import { registerDevUi } from './ui/routes.js';
  */
 export function registerHubRoutes(app: FastifyInstance, hub: Hub): void {
   const { config } = hub;
-  app.setErrorHandler((thrown: FastifyError | Error, request, reply) => {
-    const error = asHubError(thrown);
-    // AuthErrors are counted by the authenticator's onFailure; these are the hub's own refusals.
-    if (error instanceof HubError && error.authReason)
-      hub.metrics.authFailures.inc({ reason: error.authReason });
-    const bearerError = bearerErrorOf(error);
-    if (bearerError !== undefined)
-      reply.header('www-authenticate', bearerChallenge(bearerError, hub.identity.resourceMetadataUrl));
-    const status = error instanceof HeraldError ? error.statusCode : (thrown as FastifyError).statusCode;
-    if (error instanceof HeraldError && (error.statusCode < 500 || error.expose)) {
-      request.log.info({ status, code: error.code }, error.message);
-      return sendError(reply, error, 'text');
-    }
-    if (!(error instanceof HeraldError) && typeof status === 'number' && status >= 400 && status < 500) {
-      // fastify's own refusals of the request (body too large, unsupported content type).
-      request.log.info({ status, code: (thrown as FastifyError).code }, thrown.message);
-      return reply.code(status).type('text/plain; charset=utf-8').send(thrown.message);
-    }
-    // Anything else answers its status's standard text: its message may name internals.
-    // Name, message and stack only: ioredis errors carry the failed command and its arguments.
-    request.log.error(
-      { err: { type: thrown.name, message: thrown.message, stack: thrown.stack } },
-      'request failed',
-    );
-    return sendError(reply, error, 'text');
+  installErrorHandler(app, {
+    format: 'text',
+    map: asHubError,
+    onAnswer: (error, reply) => {
+      // AuthErrors are counted by the authenticator's onFailure; these are the hub's own refusals.
+      if (error instanceof HubError && error.authReason)
+        hub.metrics.authFailures.inc({ reason: error.authReason });
+      const bearerError = bearerErrorOf(error);
+      if (bearerError !== undefined)
+        reply.header('www-authenticate', bearerChallenge(bearerError, hub.identity.resourceMetadataUrl));
+    },
+    logRefusal: (request, { status, code, message }) => request.log.info({ status, code }, message),
   });
 
   registerCors(app, {

@@ -7,4 +7,4 @@ export {
   publicMessage,
   statusOf,
 } from './herald-error.js';
-export { type ErrorBodyFormat, type ErrorReply, sendError } from './reply.js';
+export { type ErrorBodyFormat, type ErrorReply, sendError, sendErrorBody } from './reply.js';

@@ -16,8 +16,19 @@ export type ErrorBodyFormat = 'json' | 'text';
  * standard text, whatever it says: the caller logs it.
  */
 export function sendError(reply: ErrorReply, error: unknown, format: ErrorBodyFormat = 'json'): unknown {
-  const status = statusOf(error);
-  const message = publicMessage(error);
+  return sendErrorBody(reply, statusOf(error), publicMessage(error), format);
+}
+
+/**
+ * Answers `status` with `message` spelled as `format`. For a message already known to be
+ * public (fastify's own refusal of a malformed request); any other error goes through `sendError`.
+ */
+export function sendErrorBody(
+  reply: ErrorReply,
+  status: number,
+  message: string,
+  format: ErrorBodyFormat = 'json',
+): unknown {
   return format === 'json'
     ? reply.code(status).send({ error: message })
     : reply.code(status).type('text/plain; charset=utf-8').send(message);

@@ -1,3 +1,4 @@
+export { type ErrorHandlerOptions, installErrorHandler, type Refusal } from './error-handler.js';
 export { type DrainHook, Lifecycle, READINESS_INTERVAL_MS, type ReadinessCheck } from './lifecycle.js';
 export { type LogDestination, logDestination, prettyLogLine } from './log-destination.js';
 export { announceListening, exitWithParent, type ListeningMessage } from './process.js';

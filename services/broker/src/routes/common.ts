@@ -1,5 +1,5 @@
-import { HeraldError, sendError } from '@herald/errors';
-import type { FastifyError, FastifyInstance, FastifyReply } from 'fastify';
+import { installErrorHandler } from '@herald/http';
+import type { FastifyInstance, FastifyReply } from 'fastify';
 import { asStorageUnavailable, BrokerError } from '../errors.js';
 import { depthExceededAt } from '../json-depth.js';
 import { LIMITS } from '../validation.js';
@@ -17,8 +17,9 @@ const CORS_HEADERS = {
 /**
  * Wire conventions shared by every route (broker.md): JSON bodies (malformed → 400 with a
  * message), CORS on responses, OPTIONS → 204, errors as `{"error":"…"}` with the status the
- * typed error carries (`sendError`); a storage that cannot serve is a 503, anything unexpected a
- * 500, both with a fixed text: internal messages reach the log, never the client.
+ * typed error carries (`installErrorHandler` of `@herald/http`); a storage that cannot serve is a
+ * 503, anything unexpected a 500, both with a fixed text: internal messages reach the log, never
+ * the client.
  */
 export function registerConventions(app: FastifyInstance): void {
   app.removeAllContentTypeParsers();
@@ -56,27 +57,16 @@ export function registerConventions(app: FastifyInstance): void {
     reply.code(404).send({ error: `Route ${request.method} ${request.url.split('?')[0]} not found` }),
   );
 
-  app.setErrorHandler(async (error: FastifyError | Error, request, reply: FastifyReply) => {
-    const unavailable = asStorageUnavailable(error);
-    if (unavailable) {
-      // Expected while Redis is away, and logged once per outage by the storage (OutageLog): a
-      // line per refused request would flood the log. The client reads a fixed text.
-      request.log.debug({ err: { type: error.name, message: error.message } }, 'storage unavailable');
-      return sendError(reply, unavailable);
-    }
-    if (error instanceof HeraldError) return sendError(reply, error);
-    const status = (error as FastifyError).statusCode;
-    if (typeof status === 'number' && status >= 400 && status < 500) {
-      // fastify's own refusals of the request (body too large, unsupported content type).
-      return reply.code(status).send({ error: error.message });
-    }
-    // Name, message and stack only: ioredis errors carry the failed command, whose arguments
-    // are a whole Lua script (EVAL) or every payload of the request.
-    request.log.error(
-      { err: { type: error.name, message: error.message, stack: error.stack } },
-      'request failed',
-    );
-    return sendError(reply, error);
+  installErrorHandler(app, {
+    format: 'json',
+    map: (error) => asStorageUnavailable(error) ?? error,
+    // Refusals are the client's doing and not logged, but for a storage outage: expected while
+    // Redis is away and logged once per outage by the storage (OutageLog), so a line per refused
+    // request stays at debug. The client reads a fixed text.
+    logRefusal: (request, { mapped, thrown }) => {
+      if (mapped)
+        request.log.debug({ err: { type: thrown.name, message: thrown.message } }, 'storage unavailable');
+    },
   });
 }
 
