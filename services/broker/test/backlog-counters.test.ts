@@ -7,6 +7,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import { KeyClock } from '@herald/redis';
 import { seededRandom, stopTestRedis, testRedisUrl, uniquePrefix } from '@herald/testkit';
 import { Redis } from 'ioredis';
 import type { Broker } from '../src/index.js';
@@ -29,11 +30,14 @@ describe('backlog counters (redis)', () => {
   let broker: Broker;
   let api: ReturnType<typeof client>;
   let redis: Redis;
+  /** The broker's clock: evictions move it past maxWaitTimeSeconds. */
+  let clock: KeyClock;
   const prefix = uniquePrefix('backlog-prop');
   before(async () => {
-    broker = await startTestBroker('redis', { BROKER_KEY_PREFIX: prefix });
-    api = client(broker.url);
     redis = new Redis(await testRedisUrl());
+    clock = new KeyClock(Date.now(), redis);
+    broker = await startTestBroker('redis', { BROKER_KEY_PREFIX: prefix }, clock);
+    api = client(broker.url);
   });
   after(async () => {
     redis.disconnect();
@@ -47,6 +51,7 @@ describe('backlog counters (redis)', () => {
     const pick = <T>(list: readonly T[]): T => list[Math.floor(random() * list.length)] as T;
     const queue = queueName('backlog-prop');
     const base = `${prefix}{${encodeURIComponent(queue)}}:`;
+    await clock.track([base]);
     await api.configure(queue, { retryLimit: 1, leaseTime: 60, maxWaitTimeSeconds: 1 });
     for (const group of GROUPS.slice(1)) await api.pop(queue, `consumerGroup=${group}`);
 
@@ -123,7 +128,7 @@ describe('backlog counters (redis)', () => {
         done.requeued += (await api.call('POST', '/api/v1/dlq/requeue', { queue, all: true })).body.requeued;
         trail.push('requeue dlq');
       } else {
-        await new Promise((resolve) => setTimeout(resolve, 1100)); // past maxWaitTimeSeconds
+        await clock.advance(1001); // past maxWaitTimeSeconds
         done.evicted += await broker.storage.applyRetention();
         trail.push('evict');
       }
