@@ -205,6 +205,26 @@ export const sortedSetCommands = table([
       return doomed.length;
     },
   ],
+  [
+    'ZREMRANGEBYRANK',
+    4,
+    true,
+    ({ keys }, args) => {
+      const set = keys.read(at(args, 0), 'zset');
+      let start = integerArgument(at(args, 1));
+      let stop = integerArgument(at(args, 2));
+      if (!set) return 0;
+      const length = set.order.length;
+      if (start < 0) start = Math.max(0, length + start);
+      if (stop < 0) stop = length + stop;
+      stop = Math.min(stop, length - 1);
+      if (start > stop) return 0;
+      const doomed = set.order.slice(start, stop + 1);
+      for (const entry of doomed) remove(set, entry.member);
+      keys.dropIfEmpty(at(args, 0), set.scores.size);
+      return doomed.length;
+    },
+  ],
   ['ZCARD', 2, false, ({ keys }, args) => keys.read(at(args, 0), 'zset')?.scores.size ?? 0],
   [
     'ZSCORE',

@@ -3,7 +3,13 @@ import { at, table } from './commands.js';
 import type { Keyspace, StreamEntry, StreamValue } from './keyspace.js';
 import { errors, fail, integerArgument, type Reply, ReplyError } from './reply.js';
 
-const MAX_SEQUENCE = Number.MAX_SAFE_INTEGER;
+/**
+ * 2^64 - 1, the largest part of an id. Parts are JS numbers: exact up to 2^53, which no id the
+ * engine generates reaches; larger ones (`+`, a bound a client computes as `<ms>-<2^64-1>`) only
+ * bound ranges, where order is all that counts.
+ */
+const MAX_PART = 2n ** 64n - 1n;
+const MAX_SEQUENCE = Number(MAX_PART);
 const newStream = (): StreamValue => ({ entries: [], lastMs: 0, lastSeq: 0 });
 const invalidId = () => new ReplyError('ERR Invalid stream ID specified as stream command argument');
 
@@ -21,10 +27,8 @@ function idText(entry: Id): string {
 }
 
 function part(text: string): number {
-  if (!/^\d+$/.test(text)) fail(invalidId());
-  const value = Number(text);
-  if (!Number.isSafeInteger(value)) fail(invalidId());
-  return value;
+  if (!/^\d{1,20}$/.test(text) || BigInt(text) > MAX_PART) fail(invalidId());
+  return Number(text);
 }
 
 /** An id argument; a missing sequence is `missingSequence` (0 for a start, max for an end). */

@@ -226,6 +226,8 @@ function formatAddress({ host, port }: RedisAddress): string {
 export function describeTopology(topology: RedisTopology): string {
   switch (topology.kind) {
     case 'standalone': {
+      // A Unix socket (the embedded default's in-process Redis): ioredis takes its path as the URL.
+      if (topology.url.startsWith('/')) return `unix socket ${topology.url}`;
       const parsed = new URL(topology.url);
       return `${parsed.hostname}:${parsed.port || '6379'}`;
     }

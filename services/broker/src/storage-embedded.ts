@@ -1,0 +1,32 @@
+/*
+ * The embedded default (no Redis configured): the Redis backend's own code and Lua scripts,
+ * run on an in-process Redis (@herald/embedded-redis) reached over a private Unix socket. One
+ * node; nothing survives a restart. No queue rule lives here or in the engine: the rules are
+ * the scripts of lua/, the one text both backends execute (docs/architecture.md, "One text
+ * for the queue rules").
+ */
+import { EmbeddedRedis } from '@herald/embedded-redis';
+import type { Histogram } from '@herald/metrics';
+import type { Clock, OutageLogger } from '@herald/redis';
+import { RedisStorage } from './storage-redis.js';
+
+export interface EmbeddedStorageOptions {
+  readonly prefix: string;
+  readonly log: OutageLogger;
+  readonly commandDuration?: Histogram<'command'>;
+  /** The engine's clock (TIME, expiry, stream ids) and the node code's: one time for both. */
+  readonly clock?: Clock;
+}
+
+export async function startEmbeddedStorage(options: EmbeddedStorageOptions): Promise<RedisStorage> {
+  const engine = await EmbeddedRedis.start(options.clock ? { clock: options.clock } : {});
+  return new RedisStorage({
+    topology: { kind: 'standalone', url: engine.path },
+    prefix: options.prefix,
+    log: options.log,
+    kind: 'memory',
+    owns: engine,
+    ...(options.commandDuration ? { commandDuration: options.commandDuration } : {}),
+    ...(options.clock ? { clock: options.clock } : {}),
+  });
+}
