@@ -1,3 +1,4 @@
+import type { Clock } from '@herald/redis';
 import type { FastifyBaseLogger } from 'fastify';
 import type { PayloadEncryption } from './encryption.js';
 import type { LongPoll } from './long-poll.js';
@@ -7,6 +8,8 @@ import type { BrokerStorage } from './storage.js';
 /** What the domain modules (push, pop, ack, lease, transaction) work with. */
 export interface BrokerContext {
   readonly storage: BrokerStorage;
+  /** The storage's clock: routes compare the times it stored (lag, ages, snapshots) with it. */
+  readonly clock: Clock;
   readonly metrics: BrokerMetrics;
   readonly longPoll: LongPoll;
   readonly log: FastifyBaseLogger;

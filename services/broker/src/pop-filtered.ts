@@ -103,7 +103,7 @@ export async function popFiltered(
       if (attempt.result || attempt.paused) return attempt.result;
       if (attempt.nextReadyAt > 0) {
         nextReadyAt = nextReadyAt === 0 ? attempt.nextReadyAt : Math.min(nextReadyAt, attempt.nextReadyAt);
-        if (woken?.queue === queue && attempt.nextReadyAt <= Date.now()) {
+        if (woken?.queue === queue && attempt.nextReadyAt <= context.clock.now()) {
           longPoll.handOff(queue, group, woken.epoch);
         }
       }

@@ -149,7 +149,7 @@ export async function pop(
     const attempt = await popOnce(context, options.request, options.autoAck, signal);
     if (attempt.result || attempt.paused) return attempt.result;
     // Nothing for this pop, yet work is ready now (on a partition it does not wait for, say).
-    if (attempt.nextReadyAt > 0 && attempt.nextReadyAt <= Date.now()) passOn();
+    if (attempt.nextReadyAt > 0 && attempt.nextReadyAt <= context.clock.now()) passOn();
     if (!options.wait || Date.now() >= deadline || longPoll.isClosed) return undefined;
     const woke = await longPoll.wait(queue, group, attempt.nextReadyAt, deadline, signal, tried);
     tried = woke.epoch;

@@ -5,9 +5,8 @@
  */
 import assert from 'node:assert/strict';
 import { after, describe, test } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { stopTestRedis } from '@herald/testkit';
-import { BACKENDS, brokerSuite, queueName } from './helpers.js';
+import { BACKENDS, clockedBrokerSuite } from './helpers.js';
 
 after(() => stopTestRedis());
 
@@ -16,7 +15,7 @@ const PAST_ONE_SECOND = 1100;
 
 for (const backend of BACKENDS) {
   describe(`Queen's answer shapes (${backend})`, () => {
-    const suite = brokerSuite(backend);
+    const suite = clockedBrokerSuite(backend);
 
     const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
     const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
@@ -28,7 +27,7 @@ for (const backend of BACKENDS) {
      * lease on p2's message.
      */
     async function scenario() {
-      const queue = queueName('shapes.task');
+      const queue = await suite.queue('shapes.task');
       const readers = `readers-${queue.split('.').at(-1)}`;
       await suite.api.configure(queue, { leaseTime: 60, retryLimit: 0, priority: 4, maxSize: 100 });
       const pushed = await suite.api.push([
@@ -315,7 +314,7 @@ for (const backend of BACKENDS) {
       const lagging = await suite.api.call('GET', '/api/v1/consumer-groups/lagging?minLagSeconds=-1');
       assert.equal(lagging.status, 400);
       // Queen lists a partition once its oldest unresolved message is more than minLagSeconds old.
-      await sleep(PAST_ONE_SECOND);
+      await suite.clock.advance(PAST_ONE_SECOND);
       const all = await suite.api.call('GET', '/api/v1/consumer-groups/lagging?minLagSeconds=0');
       assert.deepEqual(
         all.body
@@ -409,7 +408,7 @@ for (const backend of BACKENDS) {
     });
 
     test('every DELETE answers 200 with what it found, like Queen, also for what does not exist', async () => {
-      const queue = queueName('del');
+      const queue = await suite.queue('del');
       const pushed = await suite.api.push([{ queue, payload: 1, transactionId: 't1' }]);
       const partitionId = pushed.body[0].partition_id;
       await suite.api.pop(queue, 'consumerGroup=g1&autoAck=true');

@@ -35,7 +35,7 @@ export function registerConsumerGroupRoutes(app: FastifyInstance, context: Broke
   app.get('/api/v1/consumer-groups', READ_ONLY, async (_request, reply) => {
     const snapshot = await storage.cachedStats();
     const stats = new Map(snapshot.map((s) => [s.queue, s]));
-    const now = Date.now();
+    const now = context.clock.now();
     const entries = await memberships(context);
     reply.headers(statsHeaders(snapshot, [...new Set(entries.map(({ queue }) => queue))], now));
     return entries.map(({ group, queue }) =>
@@ -54,7 +54,7 @@ export function registerConsumerGroupRoutes(app: FastifyInstance, context: Broke
   app.get('/api/v1/consumer-groups/lagging', READ_ONLY, async (request) => {
     const query = request.query as Record<string, unknown>;
     const minLagSeconds = integer(query.minLagSeconds, 'minLagSeconds', 3600, 0, Number.MAX_SAFE_INTEGER);
-    const now = Date.now();
+    const now = context.clock.now();
     const lagging = [];
     for (const stats of await storage.cachedStats()) {
       if (!stats.groups.some((g) => g.lag > 0)) continue;
@@ -69,7 +69,7 @@ export function registerConsumerGroupRoutes(app: FastifyInstance, context: Broke
   // that exists nowhere.
   app.get<GroupRoute>('/api/v1/consumer-groups/:group', READ_ONLY, async (request) => {
     const group = name(request.params.group, 'group');
-    const now = Date.now();
+    const now = context.clock.now();
     const details: Record<string, { partitions: ReturnType<typeof groupPartitions> }> = {};
     for (const { queue } of (await memberships(context)).filter((pair) => pair.group === group)) {
       details[queue.name] = {

@@ -19,8 +19,13 @@ async function statsByQueue(context: BrokerContext): Promise<Map<string, QueueSt
 }
 
 /** The snapshot's freshness headers (views.ts, statsHeaders) for a view of these queues. */
-function withStatsHeaders(reply: FastifyReply, stats: Map<string, QueueStats>, queues: readonly QueueInfo[]) {
-  reply.headers(statsHeaders([...stats.values()], queues, Date.now()));
+function withStatsHeaders(
+  reply: FastifyReply,
+  stats: Map<string, QueueStats>,
+  queues: readonly QueueInfo[],
+  now: number,
+) {
+  reply.headers(statsHeaders([...stats.values()], queues, now));
 }
 
 /** A dead letter's id as both backends write it: a Redis stream id, `<ms>-<sequence>`. */
@@ -57,7 +62,7 @@ export function registerResourceRoutes(app: FastifyInstance, context: BrokerCont
   app.get('/api/v1/resources/queues', READ_ONLY, async (_request, reply) => {
     const stats = await statsByQueue(context);
     const queues = [...(await storage.listQueues())].sort(newestFirst);
-    withStatsHeaders(reply, stats, queues);
+    withStatsHeaders(reply, stats, queues, context.clock.now());
     return { queues: queues.map((queue) => queueSummary(queue, stats.get(queue.name), true)) };
   });
 
@@ -84,20 +89,24 @@ export function registerResourceRoutes(app: FastifyInstance, context: BrokerCont
   // Queen's get_namespaces_v2 and get_tasks_v2 (a task is counted across namespaces).
   app.get('/api/v1/resources/namespaces', READ_ONLY, async (_request, reply) => {
     const [queues, stats] = [await storage.listQueues(), await statsByQueue(context)];
-    withStatsHeaders(reply, stats, queues);
+    withStatsHeaders(reply, stats, queues, context.clock.now());
     const entries = groupedQueues(queues, stats, (q) => q.namespace);
     return { namespaces: entries.map(({ key, ...entry }) => ({ namespace: key, ...entry })) };
   });
 
   app.get('/api/v1/resources/tasks', READ_ONLY, async (_request, reply) => {
     const [queues, stats] = [await storage.listQueues(), await statsByQueue(context)];
-    withStatsHeaders(reply, stats, queues);
+    withStatsHeaders(reply, stats, queues, context.clock.now());
     const entries = groupedQueues(queues, stats, (q) => q.task);
     return { tasks: entries.map(({ key, ...entry }) => ({ task: key, ...entry })) };
   });
 
   app.get('/api/v1/resources/overview', READ_ONLY, async (_request, reply) => {
-    const [queues, stats, now] = [await storage.listQueues(), await storage.cachedStats(), Date.now()];
+    const [queues, stats, now] = [
+      await storage.listQueues(),
+      await storage.cachedStats(),
+      context.clock.now(),
+    ];
     reply.headers(statsHeaders(stats, queues, now));
     return systemOverview(queues, stats, now);
   });

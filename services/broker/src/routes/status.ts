@@ -45,7 +45,7 @@ export function registerStatusRoutes(
   // and `task` filter the queue list, as in Queen; the message counts are system-wide.
   app.get('/api/v1/status', READ_ONLY, async (request, reply) => {
     const query = request.query as Record<string, unknown>;
-    const now = Date.now();
+    const now = context.clock.now();
     const range = timeRange(query, now, HOUR_MS);
     const queues = (await storage.listQueues()).filter(matches(query, true));
     const stats = await storage.cachedStats();
@@ -53,7 +53,7 @@ export function registerStatusRoutes(
     return {
       ...systemStatus(queues, stats, range, now),
       backend: storage.kind,
-      uptimeSeconds: Math.round((now - startedAt) / 1000),
+      uptimeSeconds: Math.round((Date.now() - startedAt) / 1000),
       parkedLongPolls: context.longPoll.parkedCount,
     };
   });
@@ -66,7 +66,7 @@ export function registerStatusRoutes(
     const snapshot = await storage.cachedStats();
     const stats = new Map(snapshot.map((s) => [s.queue, s]));
     const queues = (await storage.listQueues()).filter(matches(query, false)).sort(newestFirst);
-    reply.headers(statsHeaders(snapshot, queues, Date.now()));
+    reply.headers(statsHeaders(snapshot, queues, context.clock.now()));
     return {
       queues: queues
         .slice(offset, offset + limit)
@@ -103,7 +103,7 @@ export function registerStatusRoutes(
   // history, so `dataPoints` is empty (docs/broker.md "Differences from Queen").
   app.get('/api/v1/status/analytics', READ_ONLY, async (request) => {
     const query = request.query as Record<string, unknown>;
-    const range = timeRange(query, Date.now(), DAY_MS);
+    const range = timeRange(query, context.clock.now(), DAY_MS);
     const interval = query.interval === undefined ? 'hour' : String(query.interval);
     if (!ANALYTICS_INTERVALS.has(interval)) throw invalidRequest('interval must be minute, hour or day');
     return {
