@@ -21,7 +21,7 @@ import { registerStreamsRoutes } from './routes/streams.js';
 import { registerTraceRoutes } from './routes/traces.js';
 import { loadBrokerScripts } from './scripts.js';
 import type { BrokerStorage } from './storage.js';
-import { MemoryStorage } from './storage-memory.js';
+import { startEmbeddedStorage } from './storage-embedded.js';
 import { RedisStorage } from './storage-redis.js';
 import { createStreamsMetrics } from './streams/metrics.js';
 import { LIMITS } from './validation.js';
@@ -30,6 +30,7 @@ export { authConfigProblem, classifyBrokerRoute } from './auth.js';
 export { type BrokerConfig, brokerSpec } from './config.js';
 export { loadBrokerScripts } from './scripts.js';
 export type { BrokerStorage } from './storage.js';
+export { type EmbeddedStorageOptions, startEmbeddedStorage } from './storage-embedded.js';
 export { MemoryStorage, type MemoryStorageOptions } from './storage-memory.js';
 export { RedisStorage } from './storage-redis.js';
 
@@ -111,7 +112,12 @@ export async function startBroker(config: BrokerConfig, options: StartOptions = 
       ...(options.clock ? { clock: options.clock, scripts: loadBrokerScripts({ clock: 'key' }) } : {}),
     });
   } else {
-    storage = new MemoryStorage(options.clock ? { clock: options.clock } : {});
+    storage = await startEmbeddedStorage({
+      prefix: config.BROKER_KEY_PREFIX,
+      commandDuration: metrics.redisCommandDuration,
+      log: app.log,
+      ...(options.clock ? { clock: options.clock } : {}),
+    });
     app.log.warn(
       'No Redis is configured (REDIS_URL, REDIS_SENTINELS, REDIS_CLUSTER_NODES): using the in-process backend (one node; messages do not survive a restart)',
     );
