@@ -6,6 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import { KeyClock } from '@herald/redis';
 import { RedisServer, ReplyLossProxy, scriptCall, uniquePrefix } from '@herald/testkit';
 import { Redis } from 'ioredis';
 import type { Broker } from '../src/index.js';
@@ -13,7 +14,8 @@ import { loadBrokerScripts } from '../src/scripts.js';
 import { QUEUE_MODE } from '../src/storage.js';
 import { client, queueName, startTestBroker } from './helpers.js';
 
-const scripts = loadBrokerScripts();
+// The scripts as this test's broker runs them: on a clock the test moves (StartOptions.clock).
+const scripts = loadBrokerScripts({ clock: 'key' });
 function script(name: string) {
   const found = scripts.get(name);
   if (!found) throw new Error(`no script ${name}`);
@@ -25,30 +27,47 @@ describe('broker scripts under a lost reply (redis)', () => {
   let proxy: ReplyLossProxy;
   let broker: Broker;
   let api: ReturnType<typeof client>;
+  /** The broker's clock, written straight to Redis (not through the proxy). */
+  let clockConnection: Redis;
+  let clock: KeyClock;
   const prefix = uniquePrefix('resend');
   before(async () => {
     server = await RedisServer.start();
     proxy = await ReplyLossProxy.start({ port: server.port });
-    broker = await startTestBroker('redis', {
-      REDIS_URL: proxy.url,
-      BROKER_KEY_PREFIX: prefix,
-      BROKER_LEASE_SWEEP_INTERVAL: '200',
-      QUEEN_ENCRYPTION_KEY: '33'.repeat(32),
-    });
+    clockConnection = new Redis(server.url);
+    clock = new KeyClock(Date.now(), clockConnection);
+    broker = await startTestBroker(
+      'redis',
+      {
+        REDIS_URL: proxy.url,
+        BROKER_KEY_PREFIX: prefix,
+        BROKER_LEASE_SWEEP_INTERVAL: '200',
+        QUEEN_ENCRYPTION_KEY: '33'.repeat(32),
+      },
+      clock,
+    );
     api = client(broker.url);
   });
   after(async () => {
     await broker.close();
+    clockConnection.disconnect();
     await proxy.close();
     await server.destroy();
   });
+
+  /** A fresh queue name whose scripts read the test's clock. */
+  async function queueOnClock(label: string): Promise<string> {
+    const queue = queueName(label);
+    await clock.track([`${prefix}{${encodeURIComponent(queue)}}:`]);
+    return queue;
+  }
 
   async function dlqTotal(queue: string): Promise<number> {
     return (await api.call('GET', `/api/v1/dlq?queue=${encodeURIComponent(queue)}`)).body.total;
   }
 
   test('pop: the resent script returns the leased messages (no lease nobody holds, no attempt charged)', async () => {
-    const queue = queueName('resend-pop');
+    const queue = await queueOnClock('resend-pop');
     await api.configure(queue, { retryLimit: 0, leaseTime: 60 });
     await api.push(
       ['a', 'b', 'c'].map((transactionId) => ({ queue, payload: transactionId, transactionId })),
@@ -85,7 +104,7 @@ describe('broker scripts under a lost reply (redis)', () => {
   });
 
   test('pop of several partitions: the resent script returns every partition of the lease', async () => {
-    const queue = queueName('resend-pop-wide');
+    const queue = await queueOnClock('resend-pop-wide');
     await api.configure(queue, { leaseTime: 60 });
     await api.push([
       { queue, partition: 'p1', payload: 1, transactionId: 'x1' },
@@ -106,7 +125,7 @@ describe('broker scripts under a lost reply (redis)', () => {
   ] as const;
   for (const { status, retryLimit, dlq, redelivered } of ackCases) {
     test(`ack ${status} (retryLimit ${retryLimit}): the resent script answers success once applied`, async () => {
-      const queue = queueName('resend-ack');
+      const queue = await queueOnClock('resend-ack');
       await api.configure(queue, { retryLimit, leaseTime: 60 });
       await api.push([{ queue, payload: 1, transactionId: 'm' }]);
       const message = (await api.pop(queue)).body.messages[0];
@@ -130,7 +149,7 @@ describe('broker scripts under a lost reply (redis)', () => {
   }
 
   test('batch ack: the resent script answers every item as applied', async () => {
-    const queue = queueName('resend-batch');
+    const queue = await queueOnClock('resend-batch');
     await api.push(['a', 'b'].map((transactionId) => ({ queue, payload: transactionId, transactionId })));
     const popped = (await api.pop(queue, 'batch=2')).body;
     const lost = proxy.loseNextReply(script('ack'));
@@ -153,8 +172,8 @@ describe('broker scripts under a lost reply (redis)', () => {
   });
 
   test('transaction: the resent script commits (its push answered queued, stored once)', async () => {
-    const source = queueName('resend-src');
-    const target = queueName('resend-dst');
+    const source = await queueOnClock('resend-src');
+    const target = await queueOnClock('resend-dst');
     await api.push([{ queue: source, payload: 'in', transactionId: 's1' }]);
     const message = (await api.pop(source)).body.messages[0];
     const lost = proxy.loseNextReply(script('transaction'));
@@ -173,7 +192,7 @@ describe('broker scripts under a lost reply (redis)', () => {
   });
 
   test('push: the resent script answers queued, not duplicate, and stores once', async () => {
-    const queue = queueName('resend-push');
+    const queue = await queueOnClock('resend-push');
     const lost = proxy.loseNextReply(script('push'));
     const reply = await api.push([
       { queue, payload: 1, transactionId: 'p1' },
@@ -188,7 +207,7 @@ describe('broker scripts under a lost reply (redis)', () => {
   });
 
   test('push refused as clear for a queue encrypted meanwhile: the resent refusal writes nothing, the sealed retry stores once', async () => {
-    const queue = queueName('resend-sealed');
+    const queue = await queueOnClock('resend-sealed');
     const first = await api.push([{ queue, payload: 'clear', transactionId: 'c' }]);
     // Turned on as another node would: this node still believes the option is off.
     await broker.storage.configure(queue, { encryptionEnabled: true }, { namespace: '', task: '' });
@@ -206,7 +225,7 @@ describe('broker scripts under a lost reply (redis)', () => {
   });
 
   test('lease extension: the resent script still extends', async () => {
-    const queue = queueName('resend-extend');
+    const queue = await queueOnClock('resend-extend');
     await api.configure(queue, { leaseTime: 30 });
     await api.push([{ queue, payload: 1 }]);
     const popped = (await api.pop(queue)).body;
@@ -218,7 +237,7 @@ describe('broker scripts under a lost reply (redis)', () => {
   });
 
   test('queue deletion: a resent script still drops the partition ids from the global index', async () => {
-    const queue = queueName('resend-delete');
+    const queue = await queueOnClock('resend-delete');
     const pushed = await api.push([{ queue, partition: 'p', payload: 1 }]);
     const partitionId = pushed.body[0].partition_id ?? pushed.body[0].partitionId;
     const direct = new Redis(server.url);
@@ -235,7 +254,7 @@ describe('broker scripts under a lost reply (redis)', () => {
   });
 
   test('message deletion: the resent script still answers deleted, not "not found"', async () => {
-    const queue = queueName('resend-delmsg');
+    const queue = await queueOnClock('resend-delmsg');
     const pushed = await api.push([{ queue, payload: 1, transactionId: 'gone' }]);
     const partitionId = pushed.body[0].partition_id ?? pushed.body[0].partitionId;
     const lost = proxy.loseNextReply(script('deleteMessage'));
@@ -247,7 +266,7 @@ describe('broker scripts under a lost reply (redis)', () => {
   });
 
   test('group deletion: the resent script still answers deleted, not "not found"', async () => {
-    const queue = queueName('resend-delgroup');
+    const queue = await queueOnClock('resend-delgroup');
     await api.push([{ queue, payload: 1 }]);
     assert.equal((await api.pop(queue, 'consumerGroup=g1')).status, 200);
     const lost = proxy.loseNextReply(script('deleteGroup'));
@@ -258,7 +277,7 @@ describe('broker scripts under a lost reply (redis)', () => {
   });
 
   test('seek: the resent script moves the group to the same place', async () => {
-    const queue = queueName('resend-seek');
+    const queue = await queueOnClock('resend-seek');
     await api.push([
       { queue, payload: 1 },
       { queue, payload: 2 },
@@ -277,7 +296,7 @@ describe('broker scripts under a lost reply (redis)', () => {
   });
 
   test('dead-letter requeue: the resent script answers the count the first run requeued', async () => {
-    const queue = queueName('resend-requeue');
+    const queue = await queueOnClock('resend-requeue');
     await api.configure(queue, { retryLimit: 0 });
     await api.push([{ queue, payload: 1, transactionId: 'dead' }]);
     const message = (await api.pop(queue)).body.messages[0];
@@ -296,23 +315,21 @@ describe('broker scripts under a lost reply (redis)', () => {
   });
 
   test('lease sweep: the resent script counts one attempt for an expired lease, not two', async () => {
-    const queue = queueName('resend-sweep');
+    const queue = await queueOnClock('resend-sweep');
     await api.configure(queue, { leaseTime: 1, retryLimit: 5 });
     await api.push([{ queue, payload: 1, transactionId: 'slow' }]);
     assert.equal((await api.pop(queue)).status, 200);
-    const expiry = Date.now() + 1000;
-    // Only a sweep that starts after the expiry has an attempt to count.
-    const lost = proxy.loseNextReply(
-      (request, index) => Date.now() > expiry + 50 && script('sweepLeases')(request, index),
-    );
-    await lost;
+    // Past the lease: a sweep that reaches Redis from now on (after the clock's write) has an
+    // attempt to count.
+    await clock.advance(1001);
+    await proxy.loseNextReply(script('sweepLeases'));
     const again = await api.pop(queue);
     assert.equal(again.status, 200);
     assert.equal(again.body.messages[0].retryCount, 1);
   });
 
   test('release: the resent script gives the lease back once and counts no attempt', async () => {
-    const queue = queueName('resend-release');
+    const queue = await queueOnClock('resend-release');
     await api.push([{ queue, payload: 1, transactionId: 'unsent' }]);
     const result = await broker.storage.pop({
       queue,
@@ -333,7 +350,7 @@ describe('broker scripts under a lost reply (redis)', () => {
   });
 
   test('seek and retention: resent scripts count a group backlog (maxSize) once', async () => {
-    const queue = queueName('resend-retention');
+    const queue = await queueOnClock('resend-retention');
     await api.configure(queue, { maxSize: 3, maxWaitTimeSeconds: 1 });
     assert.equal((await api.pop(queue, 'consumerGroup=g')).status, 204, 'the group exists first');
     await api.push([1, 2, 3].map((n) => ({ queue, payload: n, transactionId: `m${n}` })));
@@ -351,7 +368,7 @@ describe('broker scripts under a lost reply (redis)', () => {
     assert.equal(seek.status, 200);
     assert.equal((await api.push([{ queue, payload: 'over' }])).status, 429, 'backlog 3 again');
     // Past maxWaitTimeSeconds the three waiting messages are evicted by a resent script.
-    await new Promise((resolve) => setTimeout(resolve, 1300));
+    await clock.advance(1001);
     const lost = proxy.loseNextReply(script('retention'));
     await broker.storage.applyRetention();
     await lost;
