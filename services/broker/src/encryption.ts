@@ -1,6 +1,12 @@
 import { createCipheriv, createDecipheriv, createHash, randomFillSync } from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
-import { BrokerError, ENCRYPTION_CHANGED, invalidRequest } from './errors.js';
+import {
+  BrokerError,
+  ENCRYPTION_CHANGED,
+  encryptionKeyMissing,
+  invalidRequest,
+  undecryptable,
+} from './errors.js';
 import type { BrokerStorage, MessageView, PopResult, PushItem } from './storage.js';
 
 /**
@@ -38,26 +44,6 @@ interface Envelope {
   ct: string;
   tag: string;
 }
-
-export const encryptionKeyMissing = (queue: string) =>
-  new BrokerError(
-    'HERALD_BROKER_ENCRYPTION_KEY_MISSING',
-    409,
-    `Queue '${queue}': encryptionEnabled needs a key and this broker has none (QUEEN_ENCRYPTION_KEY): refused rather than stored in clear`,
-  );
-
-/**
- * Not the client's doing: the key was removed from the node, or the stored bytes were altered.
- * Shown to the client (fixed texts naming a key id, a fingerprint, never key material): it tells
- * the operator which key to put back.
- */
-const undecryptable = (queue: string, why: string) =>
-  new BrokerError(
-    'HERALD_BROKER_DECRYPTION_FAILED',
-    500,
-    `A message of queue '${queue}' cannot be decrypted: ${why}`,
-    { expose: true },
-  );
 
 function keyId(key: Buffer): string {
   return createHash('sha256').update(key).digest('hex').slice(0, 8);

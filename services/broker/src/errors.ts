@@ -22,6 +22,18 @@ export class BrokerError extends HeraldError {
 export const invalidRequest = (message: string) =>
   new BrokerError('HERALD_BROKER_INVALID_REQUEST', 400, message);
 
+/** A body that is not JSON (routes/common.ts parses every body); `reason` is the parser's message. */
+export const invalidJson = (reason: string) =>
+  new BrokerError('HERALD_BROKER_INVALID_JSON', 400, `Invalid JSON body: ${reason}`);
+
+/** A body nesting deeper than `maxDepth` (json-depth.ts), refused before it is parsed. */
+export const tooDeep = (maxDepth: number, offset: number) =>
+  new BrokerError(
+    'HERALD_BROKER_TOO_DEEP',
+    400,
+    `Body nests arrays/objects more than ${maxDepth} deep (at offset ${offset})`,
+  );
+
 export const notFound = (message: string) => new BrokerError('HERALD_BROKER_NOT_FOUND', 404, message);
 
 /** A push that would exceed the queue's maxSize: nothing of that queue's items is stored. */
@@ -76,4 +88,25 @@ export const encryptionChanged = (queue: string) =>
     ENCRYPTION_CHANGED,
     409,
     `Queue '${queue}' had encryptionEnabled turned on during the push: nothing was stored, retry it`,
+  );
+
+/** A push to, or a configuration of, an encrypted queue on a broker with no key (encryption.ts). */
+export const encryptionKeyMissing = (queue: string) =>
+  new BrokerError(
+    'HERALD_BROKER_ENCRYPTION_KEY_MISSING',
+    409,
+    `Queue '${queue}': encryptionEnabled needs a key and this broker has none (QUEEN_ENCRYPTION_KEY): refused rather than stored in clear`,
+  );
+
+/**
+ * A stored message that does not decrypt (encryption.ts). Not the client's doing: the key was
+ * removed from the node, or the stored bytes were altered. Shown to the client (fixed texts naming
+ * a key id, a fingerprint, never key material): it tells the operator which key to put back.
+ */
+export const undecryptable = (queue: string, why: string) =>
+  new BrokerError(
+    'HERALD_BROKER_DECRYPTION_FAILED',
+    500,
+    `A message of queue '${queue}' cannot be decrypted: ${why}`,
+    { expose: true },
   );

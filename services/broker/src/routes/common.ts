@@ -1,6 +1,6 @@
 import { installErrorHandler } from '@herald/http';
 import type { FastifyInstance, FastifyReply } from 'fastify';
-import { asStorageUnavailable, BrokerError } from '../errors.js';
+import { asStorageUnavailable, invalidJson, tooDeep } from '../errors.js';
 import { depthExceededAt } from '../json-depth.js';
 import { LIMITS } from '../validation.js';
 import { PUBLIC } from './access.js';
@@ -28,22 +28,12 @@ export function registerConventions(app: FastifyInstance): void {
     if (text.trim() === '') return done(null, undefined);
     const deepAt = depthExceededAt(text, LIMITS.maxJsonDepth);
     if (deepAt >= 0) {
-      return done(
-        new BrokerError(
-          'HERALD_BROKER_TOO_DEEP',
-          400,
-          `Body nests arrays/objects more than ${LIMITS.maxJsonDepth} deep (at offset ${deepAt})`,
-        ),
-        undefined,
-      );
+      return done(tooDeep(LIMITS.maxJsonDepth, deepAt), undefined);
     }
     try {
       done(null, JSON.parse(text));
     } catch (error) {
-      done(
-        new BrokerError('HERALD_BROKER_INVALID_JSON', 400, `Invalid JSON body: ${(error as Error).message}`),
-        undefined,
-      );
+      done(invalidJson((error as Error).message), undefined);
     }
   });
 
