@@ -1,10 +1,11 @@
 /*
- * Runs one operation sequence against a fresh in-process storage and a fresh Redis storage in
- * lockstep on one fake clock, compares every answer and every observation after it, and
- * shrinks a failing sequence to a short one that still fails.
+ * Runs one operation sequence against the broker's storage on a fresh embedded engine and on
+ * a real Redis in lockstep on one fake clock, compares every answer and every observation
+ * after it, and shrinks a failing sequence to a short one that still fails. Both run the same
+ * code and the same scripts: a difference is the engine not behaving as Redis does.
  */
 import { isDeepStrictEqual } from 'node:util';
-import { type BrokerStorage, MemoryStorage, RedisStorage } from '@herald/broker';
+import { type BrokerStorage, RedisStorage, startEmbeddedStorage } from '@herald/broker';
 import type { KeyClock, RedisTopology, ScriptSet } from '@herald/redis';
 import { uniquePrefix } from '@herald/testkit';
 import { type Operation, Runner } from './differential-model.js';
@@ -16,7 +17,7 @@ export interface Mismatch {
   index: number;
   operation: Operation;
   what: 'answer' | 'state after';
-  memory: unknown;
+  embedded: unknown;
   redis: unknown;
 }
 
@@ -45,9 +46,10 @@ function queueBase(prefix: string, queue: string, slotGroup: PairContext['slotGr
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 /**
- * Names the two backends legitimately choose differently, replaced by the order in which they
- * first appear: ids the storage generates (a requeued message's new id) and dead-letter ids
- * (a stream id in Redis, a counter in process).
+ * Names the two runs legitimately choose differently, replaced by the order in which they
+ * first appear: ids the storage generates (a requeued message's new id, random on each side)
+ * and dead-letter ids (stream ids on both sides, mapped too so a difference in them shows in
+ * the entries' content rather than as noise).
  */
 class Canonical {
   private readonly names = new Map<string, Map<string, string>>();
@@ -88,9 +90,9 @@ class Canonical {
 /** DIFF_TRACE=1: every operation and both answers on stderr (to read a replayed sequence). */
 const TRACE = process.env.DIFF_TRACE === '1';
 
-function trace(index: number, operation: Operation, memory: unknown, redis: unknown): void {
-  const same = isDeepStrictEqual(memory, redis);
-  process.stderr.write(`#${index} ${JSON.stringify(operation)}\n  memory: ${JSON.stringify(memory)}\n`);
+function trace(index: number, operation: Operation, embedded: unknown, redis: unknown): void {
+  const same = isDeepStrictEqual(embedded, redis);
+  process.stderr.write(`#${index} ${JSON.stringify(operation)}\n  embedded: ${JSON.stringify(embedded)}\n`);
   process.stderr.write(same ? '  redis:  (same)\n' : `  redis:  ${JSON.stringify(redis)}\n`);
 }
 
@@ -107,37 +109,40 @@ export async function runPair(
   context.clock.untrackAll();
   await context.clock.set(CLOCK_START);
   await context.clock.track(context.queues.map((queue) => queueBase(prefix, queue, context.slotGroup)));
-  const memory = new MemoryStorage({ clock: context.clock });
+  const log = { warn: () => undefined, info: () => undefined };
+  // The embedded default: the same storage code and scripts on the in-process engine, whose
+  // TIME is the KeyClock's own time (no key to write: the engine reads the clock).
+  const embedded = await startEmbeddedStorage({ prefix, clock: context.clock, log });
   const redis = new RedisStorage({
     topology: context.topology,
     clock: context.clock,
     prefix,
     slotGroup: context.slotGroup,
     scripts: context.scripts,
-    log: { warn: () => undefined, info: () => undefined },
+    log,
   });
   try {
-    const memoryRunner = new Runner(memory, context.clock, context.queues);
+    const embeddedRunner = new Runner(embedded, context.clock, context.queues);
     const redisRunner = new Runner(redis, context.clock, context.queues);
-    const memoryNames = new Canonical();
+    const embeddedNames = new Canonical();
     const redisNames = new Canonical();
     for (const [index, operation] of operations.entries()) {
       if (operation.op === 'advance') await context.clock.advance(operation.ms);
-      const memoryAnswer = memoryNames.apply(await memoryRunner.apply(operation));
+      const embeddedAnswer = embeddedNames.apply(await embeddedRunner.apply(operation));
       const redisAnswer = redisNames.apply(await redisRunner.apply(operation));
-      if (TRACE) trace(index, operation, memoryAnswer, redisAnswer);
-      if (!isDeepStrictEqual(memoryAnswer, redisAnswer)) {
-        return { index, operation, what: 'answer', memory: memoryAnswer, redis: redisAnswer };
+      if (TRACE) trace(index, operation, embeddedAnswer, redisAnswer);
+      if (!isDeepStrictEqual(embeddedAnswer, redisAnswer)) {
+        return { index, operation, what: 'answer', embedded: embeddedAnswer, redis: redisAnswer };
       }
-      const memoryState = memoryNames.apply(await memoryRunner.observe());
+      const embeddedState = embeddedNames.apply(await embeddedRunner.observe());
       const redisState = redisNames.apply(await redisRunner.observe());
-      if (!isDeepStrictEqual(memoryState, redisState)) {
-        return { index, operation, what: 'state after', memory: memoryState, redis: redisState };
+      if (!isDeepStrictEqual(embeddedState, redisState)) {
+        return { index, operation, what: 'state after', embedded: embeddedState, redis: redisState };
       }
     }
     return undefined;
   } finally {
-    await closeAll([memory, redis]);
+    await closeAll([embedded, redis]);
   }
 }
 
@@ -174,23 +179,23 @@ export async function shrink(
   return { operations: current, mismatch, replays };
 }
 
-/** Where two answers first differ, as `path: memory … / redis …` lines. */
-function firstDifference(memory: unknown, redis: unknown, path: string): string[] {
-  if (isDeepStrictEqual(memory, redis)) return [];
+/** Where two answers first differ, as `path: embedded … / redis …` lines. */
+function firstDifference(embedded: unknown, redis: unknown, path: string): string[] {
+  if (isDeepStrictEqual(embedded, redis)) return [];
   const bothObjects =
-    memory !== null && redis !== null && typeof memory === 'object' && typeof redis === 'object';
-  if (bothObjects && Array.isArray(memory) === Array.isArray(redis)) {
-    const left = memory as Record<string, unknown>;
+    embedded !== null && redis !== null && typeof embedded === 'object' && typeof redis === 'object';
+  if (bothObjects && Array.isArray(embedded) === Array.isArray(redis)) {
+    const left = embedded as Record<string, unknown>;
     const right = redis as Record<string, unknown>;
-    const keys = Array.isArray(memory)
-      ? [...Array(Math.max(memory.length, (redis as unknown[]).length)).keys()].map(String)
+    const keys = Array.isArray(embedded)
+      ? [...Array(Math.max(embedded.length, (redis as unknown[]).length)).keys()].map(String)
       : [...new Set([...Object.keys(left), ...Object.keys(right)])];
     for (const key of keys) {
       const found = firstDifference(left[key], right[key], `${path}.${key}`);
       if (found.length > 0) return found;
     }
   }
-  return [`${path}`, `  memory: ${JSON.stringify(memory)}`, `  redis:  ${JSON.stringify(redis)}`];
+  return [`${path}`, `  embedded: ${JSON.stringify(embedded)}`, `  redis:  ${JSON.stringify(redis)}`];
 }
 
 /** What a failing seed prints: the difference, and the sequence to replay it. */
@@ -202,7 +207,7 @@ export function describe(
   return [
     `the backends differ (seed ${seed}), at operation ${mismatch.index} of the shrunk sequence (${mismatch.what}):`,
     JSON.stringify(mismatch.operation),
-    ...firstDifference(mismatch.memory, mismatch.redis, '$'),
+    ...firstDifference(mismatch.embedded, mismatch.redis, '$'),
     'replay with DIFF_REPLAY set to this sequence:',
     JSON.stringify(operations),
   ].join('\n');

@@ -1,10 +1,14 @@
 /*
- * The two broker storages agree (issue #11): seeded random sequences of operations at the
- * storage interface (push with dedup, pop with and without groups in each subscription mode,
- * acks of every status with and without leases, lease expiry on a fake clock, extend,
- * release, seek, configure with every option, retention, requeue, deletes, transactions) run
- * on the in-process storage and on the Redis storage side by side; every answer and what each
- * storage shows after it must be equal, ids the storages generate mapped by first appearance.
+ * The embedded engine behaves like Redis under the broker's whole workload (issue #11, and
+ * #23 since the rules exist once): seeded random sequences of operations at the storage
+ * interface (push with dedup, pop with and without groups in each subscription mode, acks of
+ * every status with and without leases, lease expiry on a fake clock, extend, release, seek,
+ * configure with every option, retention, requeue, deletes, transactions) run on the broker's
+ * storage over the embedded engine (the default without Redis) and over a real Redis side by
+ * side: same code, same scripts, so every answer and what each shows after it must be equal,
+ * ids the storage generates mapped by first appearance. The recorded regressions
+ * (differential-regressions.ts) were drifts between the former TypeScript copy of the rules and
+ * the scripts; they keep running as sequences that exercise corners of the rules.
  *
  * A failing seed prints its difference and a shrunk sequence that replays it.
  *   DIFF_SEEDS=200          more seeds (default SEEDS below)

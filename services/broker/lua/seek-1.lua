@@ -45,7 +45,7 @@ for _, p in ipairs(parts) do
   redis.call('HINCRBY', base .. 'stats', 'pending:' .. g, count_after(base, p, pos) - before)
   reschedule(base, p, g, now)
   -- What the move resolved or reopened may be due for retention now (ttl, maxWaitTimeSeconds,
-  -- completedRetentionSeconds): retention looks again, as the in-process backend always does.
+  -- completedRetentionSeconds): retention looks again.
   schedule_trim(base, p, now)
 end
 return #parts

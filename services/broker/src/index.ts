@@ -31,7 +31,6 @@ export { type BrokerConfig, brokerSpec } from './config.js';
 export { loadBrokerScripts } from './scripts.js';
 export type { BrokerStorage } from './storage.js';
 export { type EmbeddedStorageOptions, startEmbeddedStorage } from './storage-embedded.js';
-export { MemoryStorage, type MemoryStorageOptions } from './storage-memory.js';
 export { RedisStorage } from './storage-redis.js';
 
 export interface Broker {

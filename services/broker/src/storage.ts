@@ -1,8 +1,8 @@
 /**
- * The storage port: what the broker needs from a backend. Two adapters implement it,
- * storage-redis.ts (Redis Streams, any number of nodes; its modules in redis/) and
- * storage-memory.ts (one process; its modules in memory/), one module per concern named as
- * its Lua script, and one contract suite (test/contract.test.ts) runs against both.
+ * The storage port: what the broker needs from a backend. One adapter implements it,
+ * storage-redis.ts (Redis Streams; its modules in redis/, one per concern named as its Lua
+ * script), on Redis (any number of nodes) or on the embedded engine (storage-embedded.ts: one
+ * process, no Redis); the contract suite (test/contract.test.ts) runs against both.
  * Names here are the client's names (queue, partition, group), never encoded.
  */
 import type { PushItem, PushResult } from './push-item.js';

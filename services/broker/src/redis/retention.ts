@@ -13,8 +13,7 @@ import type { RedisBackend } from './context.js';
  * The scripts only visit partitions queued in the per-queue `trim` index (a push, an ack or a
  * configure schedules them), never every partition, and delete a bounded batch per call; a
  * run calls again while work is due so trimming keeps up with the push rate
- * (docs/benchmarks.md "Retention"). The in-process backend applies the same rules
- * (memory/retention.ts).
+ * (docs/benchmarks.md "Retention"). The embedded default runs these same scripts.
  */
 
 /** How long one retention run may keep calling while work remains (then the next run goes on). */

@@ -20,7 +20,7 @@ function isRipe(row: StateRow, ripeAtOrBefore: number): boolean {
 
 /**
  * Queen's streams API (/streams/v1/*, docs/broker.md "Streams"): HTTP parsing and mapping;
- * the rules live in the storage (streams/memory.ts, lua/streams-*.lua).
+ * the rules live in the scripts (lua/streams-*.lua, called by streams/redis.ts).
  */
 export function registerStreamsRoutes(
   app: FastifyInstance,

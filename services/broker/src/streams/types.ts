@@ -1,9 +1,8 @@
 import type { PushItem, PushResult } from '../push-item.js';
 
 /*
- * The streams storage port (Queen's streams API, docs/broker.md "Streams"): both backends
- * implement it, streams/memory.ts and streams/redis.ts, under one contract suite
- * (test/streams.test.ts).
+ * The streams storage port (Queen's streams API, docs/broker.md "Streams"), implemented by
+ * streams/redis.ts on Redis and on the embedded engine alike (test/streams.test.ts).
  */
 
 export interface QueryRegistration {
@@ -86,19 +85,3 @@ export interface StreamsStorage {
   state(queryId: string, partitionId: string, keys: string[]): Promise<StateRow[] | undefined>;
   stats(): Promise<QueryStateStats[]>;
 }
-
-/** The queue side of a cycle on the in-process backend (MemoryStorage.prepareCycle). */
-export interface CycleQueueSide {
-  pushResults: PushResult[];
-  ackResult: CycleAckResult | null;
-  sourceQueue: string | null;
-}
-
-/**
- * Checks a cycle's pushes and ack against the queues without changing anything: an error
- * text, or the function that applies them (called in the same synchronous step).
- */
-export type PrepareCycle = (
-  pushItems: PushItem[],
-  ack: { partitionId: string; group: string; ack: CycleAck; releaseLease: boolean } | null,
-) => string | (() => CycleQueueSide);
