@@ -14,6 +14,8 @@ type AckInput = Parameters<BrokerStorage['ack']>[0][number];
 type AckStatus = AckInput['status'];
 type PopResult = Awaited<ReturnType<BrokerStorage['pop']>>;
 type TransactionOperation = Parameters<BrokerStorage['transaction']>[0][number];
+type CycleInput = Parameters<BrokerStorage['streams']['cycle']>[0];
+type CycleAckStatus = NonNullable<CycleInput['ack']>['status'];
 
 /** 'Zeta' sorts before 'orders' by code unit, after it by locale. */
 export const QUEUES = ['orders', 'Zeta.tasks'];
@@ -69,6 +71,19 @@ export type Operation =
   | { op: 'deleteGroup'; queue: number; group: number }
   | { op: 'requeue'; queue: number; picks: number[] }
   | { op: 'sweepLeases' }
+  /** Streams (Queen's streams SDK state store): query `query` reads queue 0, writes to `sink`. */
+  | { op: 'streamsRegister'; query: number; sink: number | null; hash: number; reset: boolean }
+  | {
+      op: 'streamsCycle';
+      query: number;
+      /** The shard and the acked batch: the k-th popped message (a pushed one without ack). */
+      popped: number;
+      ack: CycleAckStatus | null;
+      releaseLease: boolean;
+      state: { key: number; remove: boolean }[];
+      pushes: PushSpec[];
+    }
+  | { op: 'streamsState'; query: number; popped: number }
   | { op: 'retention' }
   | { op: 'stats' };
 
@@ -191,12 +206,34 @@ export function generate(seed: number, count: number): Operation[] {
         queue: chance(0.8) ? 0 : 1,
         picks: Array.from({ length: 1 + below(3) }, () => below(1000)),
       });
-    } else if (roll < 0.95) {
+    } else if (roll < 0.93) {
       operations.push({ op: 'sweepLeases' });
-    } else if (roll < 0.98) {
+    } else if (roll < 0.95) {
       operations.push({ op: 'retention' });
-    } else {
+    } else if (roll < 0.96) {
       operations.push({ op: 'stats' });
+    } else if (roll < 0.97) {
+      operations.push({
+        op: 'streamsRegister',
+        query: below(2),
+        sink: chance(0.5) ? null : below(QUEUES.length),
+        hash: below(2),
+        reset: chance(0.2),
+      });
+    } else if (roll < 0.995) {
+      operations.push({
+        op: 'streamsCycle',
+        query: below(2),
+        popped: below(1000),
+        ack: chance(0.7)
+          ? pick<CycleAckStatus>(['completed', 'completed', 'success', 'failed', 'dlq'])
+          : null,
+        releaseLease: chance(0.5),
+        state: Array.from({ length: below(3) }, () => ({ key: below(3), remove: chance(0.2) })),
+        pushes: Array.from({ length: below(3) }, pushSpec),
+      });
+    } else {
+      operations.push({ op: 'streamsState', query: below(2), popped: below(1000) });
     }
   }
   return operations;
@@ -225,12 +262,18 @@ export class Runner {
   private readonly pushed: { partitionId: string; transactionId: string }[] = [];
   private leases = 0;
   private messages = 0;
+  private requests = 0;
+  private cycles = 0;
+  /** Query ids registered, by query number. */
+  private readonly queries = new Map<number, string>();
 
   constructor(
     readonly storage: BrokerStorage,
     private readonly clock: Clock,
     /** The names of queue 0 and 1 (QUEUES; one namespace when the run needs them in one slot). */
     private readonly queues: readonly string[] = QUEUES,
+    /** Called with each query id a registration answers (a test clock tracks the query's keys). */
+    private readonly onQuery: (queryId: string) => Promise<void> = async () => undefined,
   ) {}
 
   private item(spec: PushSpec): PushItem {
@@ -388,6 +431,54 @@ export class Runner {
       }
       case 'sweepLeases':
         return storage.sweepLeases();
+      case 'streamsRegister': {
+        const outcome = await storage.streams.register({
+          name: `query${operation.query}`,
+          sourceQueue: this.queues[0] as string,
+          sinkQueue: operation.sink === null ? null : (this.queues[operation.sink] as string),
+          configHash: `hash${operation.hash}`,
+          reset: operation.reset,
+          requestId: `00000000-0000-4000-8000-${String(this.requests++).padStart(12, '0')}`,
+        });
+        if (outcome.success) {
+          this.queries.set(operation.query, outcome.queryId);
+          await this.onQuery(outcome.queryId);
+        }
+        return outcome;
+      }
+      case 'streamsCycle': {
+        const popped = this.popped[operation.popped % Math.max(1, this.popped.length)];
+        const shard = popped?.partitionId ?? this.pushed[0]?.partitionId;
+        if (!shard) return 'nothing pushed yet';
+        const ack = popped && operation.ack;
+        return storage.streams.cycle({
+          cycleId: `cycle${this.cycles++}`,
+          queryId: this.queries.get(operation.query) ?? 'no-such-query',
+          partitionId: shard,
+          group: popped?.group ?? (GROUPS[0] as string),
+          releaseLease: operation.releaseLease,
+          stateOps: operation.state.map(({ key, remove }) =>
+            remove
+              ? { type: 'delete', key: `k${key}` }
+              : { type: 'upsert', key: `k${key}`, value: `{"v":${now}}` },
+          ),
+          pushItems: operation.pushes.map((spec) => this.item(spec)),
+          ack: ack
+            ? {
+                transactionId: popped.transactionId,
+                leaseId: popped.leaseId,
+                status: ack,
+                count: 1,
+                error: ack === 'completed' || ack === 'success' ? null : 'boom',
+              }
+            : null,
+        });
+      }
+      case 'streamsState': {
+        const popped = this.popped[operation.popped % Math.max(1, this.popped.length)];
+        const shard = popped?.partitionId ?? this.pushed[0]?.partitionId ?? 'no-shard';
+        return storage.streams.state(this.queries.get(operation.query) ?? 'no-such-query', shard, []);
+      }
       case 'retention':
         return storage.applyRetention();
       case 'stats':
@@ -408,6 +499,8 @@ export class Runner {
         deadLetters: await storage.listDeadLetters({ queue, limit: 1000, offset: 0 }),
       })),
     );
-    return { queues, perQueue };
+    // Per query, in name order: Redis lists a hash in no fixed order once its values are long.
+    const streams = (await storage.streams.stats()).sort((a, b) => (a.query < b.query ? -1 : 1));
+    return { queues, perQueue, streams };
   }
 }

@@ -108,7 +108,12 @@ export async function runPair(
   const prefix = uniquePrefix('diff');
   context.clock.untrackAll();
   await context.clock.set(CLOCK_START);
-  await context.clock.track(context.queues.map((queue) => queueBase(prefix, queue, context.slotGroup)));
+  await context.clock.track([
+    ...context.queues.map((queue) => queueBase(prefix, queue, context.slotGroup)),
+    // The streams registry's scripts (streams-register) take its base as their first key
+    // (storage-redis.ts: `{streams}:` where slots are enforced).
+    `${prefix}${context.slotGroup === 'namespace' ? '{streams}:' : 'streams:'}`,
+  ]);
   const log = { warn: () => undefined, info: () => undefined };
   // The embedded default: the same storage code and scripts on the in-process engine, whose
   // TIME is the KeyClock's own time (no key to write: the engine reads the clock).
@@ -123,7 +128,15 @@ export async function runPair(
   });
   try {
     const embeddedRunner = new Runner(embedded, context.clock, context.queues);
-    const redisRunner = new Runner(redis, context.clock, context.queues);
+    // A query's cycle scripts take its own base as their first key (streams/redis.ts `locate`).
+    const oneSlot = context.topology.kind === 'cluster';
+    const trackQuery = (queryId: string) =>
+      context.clock.track([
+        oneSlot
+          ? `${queueBase(prefix, context.queues[0] as string, context.slotGroup)}~streams:${queryId}:`
+          : `${prefix}streams:{${queryId}}:`,
+      ]);
+    const redisRunner = new Runner(redis, context.clock, context.queues, trackQuery);
     const embeddedNames = new Canonical();
     const redisNames = new Canonical();
     for (const [index, operation] of operations.entries()) {
