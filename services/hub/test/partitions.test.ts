@@ -1,5 +1,5 @@
 /*
- * Topic partitions on Redis (issue #12, item 3; docs/hub.md, "Redis topologies and topic
+ * Topic partitions on Redis (issue #12, item 3; docs/hub.md, "Redis topologies", "Topic
  * partitions"), two hub nodes with MERCURE_PARTITIONS=8 on a private Redis of each topology
  * (standalone, Sentinel, 3-primary Cluster: partitions spread over the shards):
  * - a node listens only to the partitions its exact-topic subscribers need, to all of them while it
