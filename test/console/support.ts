@@ -1,29 +1,18 @@
 /*
  * What the console's browser tests share: a broker on Redis with JWT on (the console's static
  * files from services/console/dist), tokens per role, real data pushed through the API, and a
- * headless Chromium (Debian's, never a downloaded one; the flags of test/hub/browser.test.ts).
+ * headless Chromium (test/chromium.ts).
  */
 import { type Broker, brokerSpec, startBroker } from '@herald/broker';
 import { parseEnv } from '@herald/config';
 import { testRedisUrl, uniquePrefix } from '@herald/testkit';
 import { SignJWT } from 'jose';
-import { type Browser, chromium, type Locator, type Page } from 'playwright-core';
+
+export { launchChromium } from '../chromium.js';
+
+import type { Locator, Page } from 'playwright-core';
 
 export const SECRET = 'console-test-secret-of-at-least-32-bytes!';
-
-export const CHROMIUM_ARGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-  '--no-first-run',
-];
-
-export function launchChromium(): Promise<Browser> {
-  return chromium.launch({ executablePath: '/usr/bin/chromium', args: CHROMIUM_ARGS });
-}
 
 export async function startConsoleBroker(): Promise<Broker> {
   return startBroker(

@@ -3,7 +3,8 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { freePort } from '@herald/testkit';
-import { type Browser, chromium } from 'playwright-core';
+import type { Browser } from 'playwright-core';
+import { launchChromium } from '../chromium.js';
 import { type HubProcess, publisherToken, publishOk, spawnHub, subscriberToken } from './support.js';
 
 // The functions passed to the page run in Chromium; the test workspace compiles without the DOM lib.
@@ -12,16 +13,6 @@ declare const document: {
   getElementById(id: string): { textContent: string | null } | null;
   querySelectorAll(selector: string): Iterable<{ textContent: string | null }>;
 };
-
-const CHROMIUM_ARGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-  '--no-first-run',
-];
 
 describe('browsers (headless Chromium)', () => {
   let browser: Browser;
@@ -66,7 +57,7 @@ describe('browsers (headless Chromium)', () => {
     });
     await new Promise<void>((resolve) => page.listen(pagePort, '127.0.0.1', resolve));
     assert.equal((page.address() as AddressInfo).port, pagePort);
-    browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: CHROMIUM_ARGS });
+    browser = await launchChromium();
   });
 
   after(async () => {

@@ -7,7 +7,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { stopTestRedis, testRedisEnvironment, uniquePrefix } from '@herald/testkit';
-import { type Browser, chromium } from 'playwright-core';
+import type { Browser } from 'playwright-core';
+import { launchChromium } from '../chromium.js';
 import { type HubProcess, publisherToken, spawnHub } from './support.js';
 
 // The functions passed to the page run in Chromium; the test workspace compiles without the DOM lib.
@@ -25,15 +26,6 @@ declare const window: {
 };
 declare const location: { origin: string };
 
-const CHROMIUM_ARGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-  '--no-first-run',
-];
 const TOPIC = 'https://example.com/same-origin/1';
 
 /**
@@ -109,7 +101,7 @@ describe("a page on the hub's origin subscribes and publishes (the conformance s
   let browser: Browser;
 
   before(async () => {
-    browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: CHROMIUM_ARGS });
+    browser = await launchChromium();
   });
   after(async () => {
     await browser?.close();
