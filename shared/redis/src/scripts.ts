@@ -16,7 +16,8 @@ export interface LuaScript {
 export type ScriptSet = ReadonlyMap<string, LuaScript>;
 
 const FILE_NAME = /^(?<name>[a-zA-Z][\w-]*?)-(?<keys>\d+)\.lua$/;
-const INCLUDE = /^--@include ([\w-]+)\s*$/m;
+/** One `--@include <name>` line, its line break included (an include already inlined leaves none). */
+const INCLUDE_LINE = /^--@include ([\w-]+)[ \t]*(?:\r?\n|$)/gm;
 
 /**
  * Which clock `--@include clock` gives a script (lua/clock-<variant>.lua of this package):
@@ -43,11 +44,40 @@ function includePath(directory: string, name: string, clock: ScriptClock): strin
 }
 
 /**
- * Reads every `<name>-<numberOfKeys>.lua` of a directory once, at boot. A line
- * `--@include <name>` is replaced by `includes/<name>.lua`, so logic shared by several scripts
- * exists once (bullmq's includes). `--@include clock` is this package's: `now_ms()` and
- * `new_entry_id()` (the id to give XADD) on the clock `options.clock` chooses, so a script
- * holds no clock code of its own and tests move time without touching its text.
+ * The text of `source` with its `--@include` lines expanded, depth first: an include's own
+ * `--@include` lines (at its top) put its dependencies before it, and an include already
+ * inlined anywhere in this script is dropped at its later occurrences, so helpers that share a
+ * dependency each name it and Redis receives it once. `expanding` is the chain being expanded:
+ * an include that reaches itself is an error (its text would come after its own users).
+ */
+function expandIncludes(
+  file: string,
+  source: string,
+  resolve: (name: string) => string,
+  inlined: Set<string>,
+  expanding: readonly string[],
+): string {
+  return source.replace(INCLUDE_LINE, (_line, name: string) => {
+    if (expanding.includes(name)) {
+      throw new Error(`${file}: include cycle ${[...expanding, name].join(' -> ')}`);
+    }
+    if (inlined.has(name)) return '';
+    inlined.add(name);
+    const body = expandIncludes(file, readFileSync(resolve(name), 'utf8'), resolve, inlined, [
+      ...expanding,
+      name,
+    ]);
+    return body.endsWith('\n') ? body : `${body}\n`;
+  });
+}
+
+/**
+ * Reads every `<name>-<numberOfKeys>.lua` of a directory once, at boot (the naming rule:
+ * README.md, "Lua scripts"). A line `--@include <name>` is replaced by `includes/<name>.lua`,
+ * so logic shared by several scripts exists once (bullmq's includes); includes may include
+ * others, each inlined once per script (expandIncludes). `--@include clock` is this package's:
+ * `now_ms()` and `new_entry_id()` (the id to give XADD) on the clock `options.clock` chooses,
+ * so a script holds no clock code of its own and tests move time without touching its text.
  */
 export function loadScripts(directory: string, options: LoadScriptsOptions = {}): ScriptSet {
   const clock = options.clock ?? 'redis';
@@ -55,15 +85,13 @@ export function loadScripts(directory: string, options: LoadScriptsOptions = {})
   for (const file of readdirSync(directory).sort()) {
     const match = FILE_NAME.exec(file);
     if (!match?.groups) continue;
-    let source = readFileSync(join(directory, file), 'utf8');
-    const included = new Set<string>();
-    for (let include = INCLUDE.exec(source); include; include = INCLUDE.exec(source)) {
-      const includeName = include[1] as string;
-      if (included.has(includeName)) throw new Error(`${file}: ${includeName} is included twice`);
-      included.add(includeName);
-      const body = readFileSync(includePath(directory, includeName, clock), 'utf8');
-      source = source.replace(include[0], () => body);
-    }
+    const source = expandIncludes(
+      file,
+      readFileSync(join(directory, file), 'utf8'),
+      (name) => includePath(directory, name, clock),
+      new Set(),
+      [],
+    );
     const name = match.groups.name as string;
     scripts.set(name, {
       name,

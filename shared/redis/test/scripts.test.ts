@@ -29,7 +29,7 @@ after(async () => {
 const script = (name: string) => scriptNamed(scripts, name);
 
 test('loads <name>-<keys>.lua files with their key counts and SHA1', () => {
-  assert.deepEqual([...scripts.keys()].sort(), ['doubled', 'increment', 'pair', 'stamped']);
+  assert.deepEqual([...scripts.keys()].sort(), ['doubled', 'eightfold', 'increment', 'pair', 'stamped']);
   assert.equal(script('increment').numberOfKeys, 1);
   assert.equal(script('pair').numberOfKeys, 2);
   assert.match(script('increment').sha, /^[0-9a-f]{40}$/);
@@ -76,6 +76,25 @@ test('inlines --@include files from includes/', async () => {
   const key = keyspace(uniquePrefix('include')).key('doubled');
   assert.equal(await runScript(redis, script('doubled'), [key], [21]), 42);
   await redis.del(key);
+});
+
+test('inlines transitive includes depth first, each once: a helper\'s dependencies before it', async () => {
+  const source = script('eightfold').source;
+  assert.doesNotMatch(source, /--@include/);
+  const definitions = [...source.matchAll(/^local function (\w+)/gm)].map((match) => match[1]);
+  // double (named first by the script) once; quadruple (octuple's first include) before octuple;
+  // the script's own later include of quadruple and octuple's of double are dropped.
+  assert.deepEqual(definitions, ['double', 'quadruple', 'octuple']);
+  const key = keyspace(uniquePrefix('include')).key('eightfold');
+  assert.equal(await runScript(redis, script('eightfold'), [key], [5]), 40);
+  await redis.del(key);
+});
+
+test('an include cycle is refused, naming the chain', () => {
+  assert.throws(
+    () => loadScripts(fileURLToPath(new URL('./lua-cycle/', import.meta.url))),
+    /^Error: looped-1\.lua: include cycle first -> second -> first$/,
+  );
 });
 
 test('--@include clock reads Redis TIME and lets XADD stamp the entry (the default)', async () => {

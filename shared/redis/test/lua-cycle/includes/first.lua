@@ -1,0 +1,2 @@
+--@include second
+local function first() return second() end

@@ -1,0 +1,2 @@
+--@include first
+local function second() return 2 end

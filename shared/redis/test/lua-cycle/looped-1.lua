@@ -1,0 +1,3 @@
+-- KEYS[1] the key
+--@include first
+return first()
