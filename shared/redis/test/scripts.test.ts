@@ -78,7 +78,7 @@ test('inlines --@include files from includes/', async () => {
   await redis.del(key);
 });
 
-test('inlines transitive includes depth first, each once: a helper\'s dependencies before it', async () => {
+test('inlines transitive includes depth first, each once: the dependencies of a helper before it', async () => {
   const source = script('eightfold').source;
   assert.doesNotMatch(source, /--@include/);
   const definitions = [...source.matchAll(/^local function (\w+)/gm)].map((match) => match[1]);
