@@ -104,7 +104,7 @@ let unavailable = 0;
 
 /**
  * One request; a 503 (the node's 1 s Redis deadline passed: on a CPU-starved machine it does) is
- * retried, as a client is told to (docs/broker.md, Outages). Every route used here is safe to
+ * retried, as a client is told to (docs/broker-operations.md, Outages). Every route used here is safe to
  * retry: pushes carry their transactionId, acks answer a repeat as the first, and a pop applied
  * but answered 503 leaves its messages leased for the queues' short leaseTime, then popped again.
  */
@@ -212,7 +212,7 @@ async function measure(start: () => Promise<Topology>): Promise<Result> {
   try {
     const environment = { ...topology.environment, BROKER_KEY_PREFIX: uniquePrefix('bench-cluster') };
     nodes.push(await startBroker(environment), await startBroker(environment));
-    // Queue keys are `<prefix>{<queue>}:…` (docs/broker.md, Storage): the slot of `{<queue>}`.
+    // Queue keys are `<prefix>{<queue>}:…` (docs/broker-storage.md, Storage): the slot of `{<queue>}`.
     const queuesPerShard = new Map<number, number>(topology.primaries.map((port) => [port, 0]));
     for (let index = 0; index < QUEUES; index++) {
       const port = await topology.primaryForSlot(keySlot(`{${queueName(index)}}`));

@@ -1,5 +1,5 @@
 /*
- * What BROKER_MIN_REPLICAS_ACK costs (docs/broker.md, "Replica acknowledgement"): pushes per
+ * What BROKER_MIN_REPLICAS_ACK costs (docs/broker-topologies.md, "Replica acknowledgement"): pushes per
  * second with 0 (the baseline: answer once the primary applied the write) and 1 (answer after
  * WAIT 1), in the same run, on one Sentinel set of 1 primary and 2 replicas on this machine.
  * Run: node --import tsx test/bench/replica-ack.bench.ts   (build the broker first)

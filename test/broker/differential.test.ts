@@ -57,7 +57,7 @@ const replayText = process.env.DIFF_REPLAY;
 
 // HERALD_TEST_TOPOLOGY picks the Redis (standalone by default). On Redis Cluster a transaction
 // may only span queues of one slot: there the two queues share a namespace and the storage groups
-// slots by namespace (docs/broker.md, "Redis topologies").
+// slots by namespace (docs/broker-topologies.md, "Redis topologies").
 const onCluster = testTopology() === 'cluster';
 const queues = onCluster ? ['orders', 'orders.Zeta'] : QUEUES;
 const slotGroup = onCluster ? 'namespace' : 'queue';

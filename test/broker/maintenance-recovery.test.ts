@@ -46,7 +46,7 @@ function redisCli(...args: string[]): string {
 /** Pushes to a queue nobody used yet, then waits for the stats job to list it. */
 async function statsWrittenFor(queue: string): Promise<void> {
   // Right after a Redis restart the node may not have reconnected yet: it answers 503 at once
-  // (docs/broker.md, "Outages") and the client retries, as clients do.
+  // (docs/broker-operations.md, "Outages") and the client retries, as clients do.
   await waitFor(
     async () => {
       const pushed = await call(broker.url, 'POST', '/api/v1/push', {

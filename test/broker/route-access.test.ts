@@ -265,7 +265,7 @@ describe('every registered route declares its level, and the declaration follows
         mismatches.push(`${method} ${url}: no level`);
         continue;
       }
-      // CORS preflight is public by the wire conventions (docs/broker.md), on any path; the
+      // CORS preflight is public by the wire conventions (docs/broker-api.md), on any path; the
       // seed table does not list OPTIONS.
       const expected: AccessLevel =
         method === 'OPTIONS' && url === '*'

@@ -1,5 +1,5 @@
 /*
- * A crashed transaction leaves nothing visible (docs/broker.md "Redis topologies",
+ * A crashed transaction leaves nothing visible (docs/broker-topologies.md "Redis topologies",
  * "Transactions"): broker nodes run transactions (push two messages to a sink queue, ack the
  * source message) while one node is killed with SIGKILL mid-stream. Afterwards every source
  * message is either acked with both of its sink messages stored, or not acked with neither:

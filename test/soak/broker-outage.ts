@@ -1,12 +1,12 @@
 /*
  * The outage probe of the broker soak: while Redis is down, push, pop and ack are sent once each
- * (never retried) and must be refused with 503 within the bound of docs/broker.md ("Outages");
+ * (never retried) and must be refused with 503 within the bound of docs/broker-operations.md ("Outages");
  * once Redis is back, none of the refused requests may show any effect.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { ClusterClient, Reply } from './client.js';
 
-/** docs/broker.md, "Outages": a request that needs Redis answers 503 within 1.25 s. */
+/** docs/broker-operations.md, "Outages": a request that needs Redis answers 503 within 1.25 s. */
 export const REFUSAL_BOUND_MS = 1250;
 
 export const OUTAGE_QUEUE = 'soak.outage';

@@ -103,7 +103,7 @@ export async function runBrokerSoak(overrides: Partial<BrokerSoakOptions> = {}):
       queue: MAIN_QUEUE,
       // retryLimit high: a lease cut must redeliver, never dead-letter. Consumed messages stay
       // 120 s so a producer's retry of an applied push is still recognised as a duplicate
-      // (docs/broker.md: dedup holds while the message is retained).
+      // (docs/broker-api.md: dedup holds while the message is retained).
       options: { leaseTime: options.leaseTime, retryLimit: 1000, completedRetentionSeconds: 120 },
     });
     if (configured?.status !== 200) throw new Error(`configure answered ${configured?.status}`);
@@ -234,7 +234,7 @@ export async function runBrokerSoak(overrides: Partial<BrokerSoakOptions> = {}):
       if (!proxy) return;
       const running = () => !finished();
       const progress = () => ledger.acknowledgedCount + ledger.completedCount;
-      // A queue's keys carry its name as hash tag (docs/broker.md, "Storage").
+      // A queue's keys carry its name as hash tag (docs/broker-storage.md, "Storage").
       await loseRepliesWhile(
         proxy,
         scriptTouching(`{${MAIN_QUEUE}}`),

@@ -1,6 +1,6 @@
 --[[
   Per-partition state of one queue, for the detailed views (queue detail, a consumer group's
-  partitions, lagging partitions; docs/broker.md "Queen compatibility"). Reads only.
+  partitions, lagging partitions; docs/broker-queen.md "Queen compatibility"). Reads only.
   KEYS[1]  base: <prefix>{<queue>}: (every key the script touches is this text plus a suffix)
   ARGV[1]  partitions read at most (in the order of the parts hash)
   ARGV[2]  entries counted at most per partition and group (the lag is a lower bound beyond)

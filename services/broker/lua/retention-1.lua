@@ -1,5 +1,5 @@
 --[[
-  Applies the retention rules of docs/broker.md ("Queue options", Queen's retention and eviction
+  Applies the retention rules of docs/broker-api.md ("Queue options", Queen's retention and eviction
   services) to the partitions of one queue that are due in its `trim` index. It deletes, with
   their dedup entries:
    - completed: resolved by every group and older than completedRetentionSeconds, only when

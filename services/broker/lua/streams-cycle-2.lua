@@ -1,5 +1,5 @@
 --[[
-  Commits one streams cycle (docs/broker.md, "Streams"): state upserts/deletes of one
+  Commits one streams cycle (docs/broker-streams.md, "Streams"): state upserts/deletes of one
   (query, partition) shard, pushes to sink queues and the ack of the source batch, all or
   nothing: every check runs first, nothing is written unless all pass. Where slots are
   enforced (Redis Cluster) every key below shares one hash tag: the node refuses a cycle whose
@@ -119,7 +119,7 @@ if bytes > bytes_before and bytes > max_bytes then
   return fail('state shard is full: ' .. bytes .. ' bytes (max ' .. max_bytes .. ')')
 end
 
--- As push-1.lua: storage, not the node's cached view of the option, decides (docs/broker.md,
+-- As push-1.lua: storage, not the node's cached view of the option, decides (docs/broker-encryption.md,
 -- "Payload encryption").
 for _, push in ipairs(pushes) do
   if clear_on_sealed_queue(push.base, { push.item }) then return cjson.encode({ clear = push.queue }) end

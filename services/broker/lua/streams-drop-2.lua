@@ -1,5 +1,5 @@
 --[[
-  Drops the state generations of a streams query below its current one (docs/broker.md,
+  Drops the state generations of a streams query below its current one (docs/broker-streams.md,
   "Streams"): run by the node after every registration, in the slot of the query's home queue
   (and of its previous home after a reset moved it). A reset only starts a new generation in
   the registry (streams-register-1.lua); this deletes the older ones.

@@ -1,5 +1,5 @@
 --[[
-  Registers a streams query by name (docs/broker.md, "Streams"): idempotent for the same
+  Registers a streams query by name (docs/broker-streams.md, "Streams"): idempotent for the same
   config_hash; a changed hash is a conflict unless reset, which starts a new state generation
   and keeps the query's id (the node then drops the older generations: streams-drop-2.lua).
   KEYS[1]  registry base: <prefix>streams: (<prefix>{streams}: where slots are enforced); the

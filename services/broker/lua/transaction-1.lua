@@ -4,7 +4,7 @@
   KEYS[1..n] the base <prefix>{<tag>}:... of each queue the transaction touches, once each (n >= 1:
            the file name's 1 is the least; redis/transaction.ts passes them). On Redis Cluster
            they must share one hash tag (one slot): redis/transaction.ts refuses a transaction
-           spanning slots before running this (docs/broker.md "Redis topologies").
+           spanning slots before running this (docs/broker-topologies.md "Redis topologies").
   ARGV[1..] operations, each starting with its type and the index of its queue's base in KEYS:
     'push', key index, namespace, task, partition, partitionId, transactionId, messageId,
             traceId, data, producerSub                          (11 entries)

@@ -3,7 +3,7 @@ import { httpSettings } from '@herald/http';
 import { redisSettings } from '@herald/redis';
 import { brokerAuthSettings } from './auth.js';
 
-/** Every environment variable the broker reads (docs/broker.md lists them with defaults). */
+/** Every environment variable the broker reads (docs/broker-configuration.md lists them with defaults). */
 export const brokerSpec = {
   ...httpSettings(6632),
   /**
@@ -15,7 +15,7 @@ export const brokerSpec = {
   /** Prefix of every Redis key the broker writes (hash tags are added per queue). */
   BROKER_KEY_PREFIX: string({ default: 'herald:broker:' }),
   /**
-   * What shares one Redis Cluster slot (docs/broker.md "Redis topologies"): each queue, or the
+   * What shares one Redis Cluster slot (docs/broker-topologies.md "Redis topologies"): each queue, or the
    * queues of one namespace (then a transaction may span them on Cluster). Changes the key names:
    * fixed for a deployment's life.
    */
@@ -27,7 +27,7 @@ export const brokerSpec = {
   BROKER_REDIS_ONE_SLOT: boolean({ default: false }),
   /**
    * Replicas that must hold a state-changing request's write before it is answered (Redis
-   * `WAIT`; docs/broker.md, "Replica acknowledgement"). 0: answer once the primary applied it.
+   * `WAIT`; docs/broker-topologies.md, "Replica acknowledgement"). 0: answer once the primary applied it.
    */
   BROKER_MIN_REPLICAS_ACK: integer({ default: 0, min: 0, max: 100 }),
   /** How long such a request waits for them before answering 503 (the write stays applied). */
@@ -51,7 +51,7 @@ export const brokerSpec = {
   BROKER_METRICS_MAX_QUEUES: integer({ default: 1000, min: 0, max: 100_000 }),
   /**
    * AES-256 key (64 hex characters, Queen's variable and format) for queues with
-   * `encryptionEnabled`; unset: such queues are refused (docs/broker.md "Payload encryption").
+   * `encryptionEnabled`; unset: such queues are refused (docs/broker-encryption.md "Payload encryption").
    */
   QUEEN_ENCRYPTION_KEY: hexBytes(32),
   /** Retired keys, still accepted for decryption after a rotation (comma-separated). */

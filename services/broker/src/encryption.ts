@@ -10,7 +10,7 @@ import {
 import type { BrokerStorage, MessageView, PopResult, PushItem } from './storage.js';
 
 /**
- * Payload encryption for queues configured with `encryptionEnabled` (docs/broker.md "Payload
+ * Payload encryption for queues configured with `encryptionEnabled` (docs/broker-encryption.md "Payload
  * encryption"; docs/security.md). The node encrypts before a payload reaches storage and
  * decrypts wherever one leaves the broker, so both backends store the same envelope:
  *
@@ -32,7 +32,7 @@ const TAG_BYTES = 16;
 
 /**
  * How long a node trusts what it last read of a queue's `encryptionEnabled` before reading it
- * again (docs/broker.md "Payload encryption"). Only a cache: storage refuses clear payloads for a
+ * again (docs/broker-encryption.md "Payload encryption"). Only a cache: storage refuses clear payloads for a
  * queue with the option on, whatever this node believed, so turning it on through any node takes
  * effect at once; turning it off reaches the other nodes within this time (they seal meanwhile).
  */

@@ -50,7 +50,7 @@ export const maintenanceMode = () =>
   });
 
 /**
- * Redis could not serve the request: it was not done and may be retried (docs/broker.md,
+ * Redis could not serve the request: it was not done and may be retried (docs/broker-operations.md,
  * "Outages"). A fixed text: the cause names the Redis address, and is for the log only.
  */
 const storageUnavailable = (cause: unknown) =>
@@ -67,7 +67,7 @@ export function asStorageUnavailable(error: unknown): BrokerError | undefined {
 
 /**
  * BROKER_MIN_REPLICAS_ACK: the write was applied on the Redis primary, but fewer replicas than
- * required confirmed it within the timeout (docs/broker.md, "Replica acknowledgement"). It may or
+ * required confirmed it within the timeout (docs/broker-topologies.md, "Replica acknowledgement"). It may or
  * may not survive a failover; a retry is safe (push dedups by transactionId, acks repeat).
  */
 export const replicationTimeout = (acknowledged: number, required: number, timeoutMs: number) =>

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { uuidv7 } from '@herald/ids';
 
 /**
- * Time-ordered message, lease and transaction ids (UUIDv7, RFC 9562, broker.md): the generator
+ * Time-ordered message, lease and transaction ids (UUIDv7, RFC 9562, docs/broker-api.md): the generator
  * both services share.
  */
 export const newId: () => string = uuidv7;

@@ -82,7 +82,7 @@ export async function startBroker(config: BrokerConfig, options: StartOptions = 
     metrics,
     metricsPaths: ['/metrics', '/metrics/prometheus'],
     bodyLimit: config.BROKER_BODY_LIMIT_BYTES,
-    // The kit's probes and metrics are public like /health (docs/broker.md, "Authentication").
+    // The kit's probes and metrics are public like /health (docs/broker-configuration.md, "Authentication").
     routeConfig: { access: 'public' },
     // Every route, the kit's included, must declare its level: refused at registration if not.
     onRoute: (route) => {

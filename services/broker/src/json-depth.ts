@@ -2,7 +2,7 @@
  * Nesting depth of a JSON text, measured without parsing it. The body parser calls this
  * before `JSON.parse`: a `[[[[…]]]]` body parses, but every later recursive walk of it
  * (`JSON.stringify` of a payload, the logger, a client) overflows the stack, so depth is
- * refused at the edge (docs/broker.md "Limits"). One pass, constant memory, no recursion;
+ * refused at the edge (docs/broker-api.md "Limits"). One pass, constant memory, no recursion;
  * brackets inside strings (escapes included) do not count.
  *
  * Returns the first offset where the depth exceeds `max`, or -1 when it never does.

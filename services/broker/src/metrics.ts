@@ -2,7 +2,7 @@ import { AUTH_FAILURE_REASONS } from '@herald/auth';
 import { Counter, Gauge, type Metrics, withZeroSeries } from '@herald/metrics';
 import type { AckStatus, BrokerStorage, QueueStats } from './storage.js';
 
-/** The label value shared by every queue past the cap (docs/broker.md "Metrics"). */
+/** The label value shared by every queue past the cap (docs/broker-operations.md "Metrics"). */
 export const OTHER_QUEUES = '__other__';
 
 /** `inc` as prom-client's, with the `queue` label passed through the cap. */

@@ -79,7 +79,7 @@ async function waitForAny(
 
 /**
  * Queen's `GET /api/v1/pop?namespace=&task=`: tries each matching queue (name order) and
- * answers from the first that has work, as Queen did (docs/broker.md, "Queen compatibility").
+ * answers from the first that has work, as Queen did (docs/broker-queen.md, "Queen compatibility").
  * With `wait=true` it long-polls on every matching queue; queues created while it is parked
  * are seen at its next wake-up.
  */

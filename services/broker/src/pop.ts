@@ -38,7 +38,7 @@ export function popOptions(
         : { mode: 'from', at: timestamp(query.subscriptionFrom, 'subscriptionFrom') };
   } else if (mode === 'new' || mode === 'new-only') {
     // Any other mode reads from the beginning, as Queen's parse_subscription_mode does (its JS
-    // client sends `from_beginning`): docs/broker.md, "Queen compatibility".
+    // client sends `from_beginning`): docs/broker-queen.md, "Queen compatibility".
     subscription = { mode: 'new' };
   }
   return {
@@ -74,7 +74,7 @@ export interface PopAttempt {
 
 /**
  * One pop without waiting: leases, then (client still there) acks when `autoAck`, and counts.
- * A pop whose client disconnected gives its leases back (broker.md: it must not lease anything).
+ * A pop whose client disconnected gives its leases back (docs/broker-api.md: it must not lease anything).
  */
 export async function popOnce(
   context: BrokerContext,

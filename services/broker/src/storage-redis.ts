@@ -89,7 +89,7 @@ export interface RedisStorageOptions {
   /** The Lua scripts (default: lua/ on Redis's clock, `loadBrokerScripts()`). */
   readonly scripts?: ScriptSet;
   /**
-   * What shares a Redis Cluster slot (docs/broker.md "Redis topologies"): `queue` (default:
+   * What shares a Redis Cluster slot (docs/broker-topologies.md "Redis topologies"): `queue` (default:
    * `<prefix>{<queue>}:`, queues spread over every shard) or `namespace`
    * (`<prefix>{<namespace>}:<queue>:`: the queues of one namespace share a slot, so a
    * transaction may span them on Cluster). Fixed for a deployment's life: the keys differ.
@@ -102,7 +102,7 @@ export interface RedisStorageOptions {
   readonly oneSlot?: boolean;
   /**
    * BROKER_MIN_REPLICAS_ACK and its timeout: state-changing requests answer once this many
-   * replicas hold their write (docs/broker.md, "Replica acknowledgement"); 0 or unset: off.
+   * replicas hold their write (docs/broker-topologies.md, "Replica acknowledgement"); 0 or unset: off.
    */
   readonly replicaAck?: ReplicaAck;
   /**
@@ -144,7 +144,7 @@ const KEYS_PER_QUEUE = new Set(['transaction', 'streams-cycle']);
 
 /**
  * A request's Redis command is refused after this long without a reply (at once while the
- * connection is down), so the route answers 503 instead of hanging (docs/broker.md, "Outages").
+ * connection is down), so the route answers 503 instead of hanging (docs/broker-operations.md, "Outages").
  */
 export const COMMAND_TIMEOUT_MS = 1000;
 
@@ -186,7 +186,7 @@ export class RedisStorage implements BrokerStorage {
     if (options.commandDuration) instrumentRedis(this.redis, options.commandDuration);
     const replicaAck = options.replicaAck;
     if (replicaAck && replicaAck.replicas > 0) {
-      // A write waits for its replicas on top of its own deadline (docs/broker.md, "Outages").
+      // A write waits for its replicas on top of its own deadline (docs/broker-operations.md, "Outages").
       this.writer = createRedis({
         topology,
         connectionName: 'herald-broker-writer',
@@ -205,7 +205,7 @@ export class RedisStorage implements BrokerStorage {
     const clock = options.clock ?? systemClock;
     this.traces = new RedisTraces(this.redis, (...parts) => this.key(...parts), clock);
     this.registry = new RedisRegistry(this.redis, (...parts) => this.key(...parts));
-    // docs/broker.md "Redis topologies": one channel per queue in its slot on Cluster, one for all otherwise.
+    // docs/broker-topologies.md "Redis topologies": one channel per queue in its slot on Cluster, one for all otherwise.
     const channelOf = this.oneSlot
       ? (queue: string) => `${this.base(queue)}notify`
       : () => this.key('notify');
@@ -232,7 +232,7 @@ export class RedisStorage implements BrokerStorage {
     });
     this.streams = new RedisStreams({
       redis: this.redis,
-      // One slot for the registry's two hashes where slots are enforced (docs/broker.md, "Streams").
+      // One slot for the registry's two hashes where slots are enforced (docs/broker-streams.md, "Streams").
       registryBase: this.key(this.oneSlot ? '{streams}:' : 'streams:'),
       oneSlot: this.oneSlot,
       run: (name, keys, args) => this.run(name, keys, args),

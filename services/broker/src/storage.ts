@@ -120,7 +120,7 @@ export interface AckResult {
   dlq: boolean;
   /**
    * The ack repeats one already applied (a client retry, or a resent script): nothing changed;
-   * `dlq` is what the first answer reported (docs/broker.md, "Acknowledgements are idempotent").
+   * `dlq` is what the first answer reported (docs/broker-api.md, "Acknowledgements are idempotent").
    */
   repeat: boolean;
 }
@@ -252,7 +252,7 @@ export interface GroupStats {
   subscribedAt: number;
 }
 
-/** One partition as the detailed views show it (docs/broker.md "Queen compatibility"). */
+/** One partition as the detailed views show it (docs/broker-queen.md "Queen compatibility"). */
 export interface PartitionState {
   partition: string;
   partitionId: string;
@@ -326,7 +326,7 @@ export interface BrokerStorage {
   listMessages(filter: { queue: string; partition?: string; limit: number }): Promise<MessageView[]>;
   /**
    * The newest `offset + limit` messages of each partition, merged newest first, one page of
-   * them, each with its state for queue mode (docs/broker.md, "Queen compatibility").
+   * them, each with its state for queue mode (docs/broker-queen.md, "Queen compatibility").
    */
   listQueueMessages(filter: { queue: string; limit: number; offset: number }): Promise<QueueMessageState[]>;
   getMessage(partitionId: string, transactionId: string): Promise<MessageView | undefined>;
@@ -369,7 +369,7 @@ export interface BrokerStorage {
   onAvailable(listener: AvailabilityListener): () => void;
   /**
    * A pop is parked on `queue` on this node: deliver the queue's notifications here until the
-   * returned function is called (docs/broker.md "Redis topologies": on Redis Cluster each queue
+   * returned function is called (docs/broker-topologies.md "Redis topologies": on Redis Cluster each queue
    * has its own sharded channel). Once watching starts, listeners get one (queue, Infinity)
    * call, so a notification published before the subscription took effect is not missed.
    * Backends that deliver every queue's notifications to every node do not implement it.

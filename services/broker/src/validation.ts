@@ -1,7 +1,7 @@
 import { invalidRequest } from './errors.js';
 
 /**
- * Every fixed bound on what a request may carry, in one place; docs/broker.md "Limits" lists each
+ * Every fixed bound on what a request may carry, in one place; docs/broker-api.md "Limits" lists each
  * with its value. The body and payload sizes are configurable (BROKER_BODY_LIMIT_BYTES,
  * BROKER_MAX_PAYLOAD_BYTES in config.ts). Lists are bounded so one request's work and storage stay linear in its size
  * and small; strings so keys and log lines stay small.

@@ -6,7 +6,7 @@ import type { GroupStats, PartitionState, QueueInfo, QueueStats } from './storag
  * snapshot and the per-partition states (issue #10). Each builder names the stored procedure of
  * Queen's server whose answer it reproduces (`lib/schema/procedures/*.sql` in queen-mq/queen).
  * What Herald does not count answers Queen's own no-data value (0, or null for a time);
- * docs/broker.md "Differences from Queen" lists each such field.
+ * docs/broker-queen.md "Differences from Queen" lists each such field.
  */
 
 /** Queen's timestamps: `YYYY-MM-DDTHH:MM:SS.mmmZ`; null for "none". */

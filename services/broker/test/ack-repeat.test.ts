@@ -1,5 +1,5 @@
 /*
- * Acknowledgements are idempotent (issue #9, defect 2; docs/broker.md): a client that retries
+ * Acknowledgements are idempotent (issue #9, defect 2; docs/broker-api.md): a client that retries
  * an ack after a connection reset is told it succeeded (flagged `repeat`), and the retry
  * changes nothing — for single, batch and transactional acks, on both backends.
  */

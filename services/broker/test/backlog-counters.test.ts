@@ -1,6 +1,6 @@
 /*
  * Property (Redis): the per-group backlog counters maxSize reads (`stats` pending:<g>, see
- * docs/broker.md "Storage (Redis)") equal, after every operation of a seeded random run, the
+ * docs/broker-storage.md "Storage (Redis)") equal, after every operation of a seeded random run, the
  * count read from the streams themselves: entries after the group's position that are not in
  * its resolved set. The run mixes pushes, pops, acks (completed, failed, dlq, out of order),
  * seeks both ways, message deletions, DLQ requeues and evictions.

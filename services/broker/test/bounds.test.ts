@@ -1,5 +1,5 @@
 /*
- * Hostile bodies and queries (issue #8, defects 2 and 7): every bound of docs/broker.md
+ * Hostile bodies and queries (issue #8, defects 2 and 7): every bound of docs/broker-api.md
  * "Limits" refuses with a 4xx JSON error naming the field, never a 5xx, on both backends, and
  * the node keeps serving afterwards. Sizes are the attacks' own (100k trace names, 200k DLQ
  * ids, 10,000 and 1,000,000 nesting levels), not the limits, so a changed limit cannot make a

@@ -1,8 +1,8 @@
 /*
- * The contract suite: every data-plane route and semantic rule of broker.md, over HTTP,
+ * The contract suite: every data-plane route and semantic rule of docs/broker-api.md, over HTTP,
  * against both backends (in-process and Redis; HERALD_TEST_TOPOLOGY puts Redis on a Sentinel set or
  * a Redis Cluster, see helpers.ts).
- * Over 500 lines on purpose: one suite per backend, one test per rule of broker.md in the spec's
+ * Over 500 lines on purpose: one suite per backend, one test per rule of docs/broker-api.md in the spec's
  * order, so a rule and its check are found together; the shared setup is in helpers.ts.
  */
 import assert from 'node:assert/strict';

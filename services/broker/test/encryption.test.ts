@@ -1,5 +1,5 @@
 /*
- * Payload encryption (`encryptionEnabled`, docs/broker.md "Payload encryption") over HTTP, on
+ * Payload encryption (`encryptionEnabled`, docs/broker-encryption.md "Payload encryption") over HTTP, on
  * both backends: what clients see is their payload, what storage holds is an AES-256-GCM
  * envelope, and every queue feature keeps working on encrypted messages.
  */

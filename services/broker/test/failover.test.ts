@@ -1,5 +1,5 @@
 /*
- * Failover of the Redis primary under load (issue #12, item 4, the broker's half; docs/broker.md,
+ * Failover of the Redis primary under load (issue #12, item 4, the broker's half; docs/broker-topologies.md,
  * "Replica acknowledgement"). Two deployments share one Redis, each two broker nodes with a
  * producer and a consumer per node: one with BROKER_MIN_REPLICAS_ACK=1, one without. The primary
  * (on Cluster the one owning the busy queue's slot) is killed with SIGKILL under load, a replica

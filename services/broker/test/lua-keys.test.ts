@@ -1,5 +1,5 @@
 /*
- * The key discipline of the broker's scripts (issue #12; docs/broker.md "Redis topologies"):
+ * The key discipline of the broker's scripts (issue #12; docs/broker-topologies.md "Redis topologies"):
  * every key a script touches is a declared KEYS[i] or a suffix on one (test/lua-keys.ts), and
  * every script call, MULTI and transaction of the Redis backend stays in one hash slot.
  */

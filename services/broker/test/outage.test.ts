@@ -1,5 +1,5 @@
 /*
- * Requests during a Redis outage (issue #9, defect 5; docs/broker.md, "Outages"): while Redis is
+ * Requests during a Redis outage (issue #9, defect 5; docs/broker-operations.md, "Outages"): while Redis is
  * unreachable, push/pop/ack answer 503 promptly instead of hanging, a refused push is not stored
  * once Redis is back, and a long-poll parked before the outage ends at its own timeout.
  */

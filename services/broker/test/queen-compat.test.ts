@@ -1,6 +1,6 @@
 /*
  * Queen's own client against Herald (issue #10): the wire behaviours where Herald deviated from
- * Queen's server, over HTTP, on both backends. docs/broker.md, "Queen compatibility".
+ * Queen's server, over HTTP, on both backends. docs/broker-queen.md, "Queen compatibility".
  */
 import assert from 'node:assert/strict';
 import { after, describe, test } from 'node:test';
@@ -212,7 +212,7 @@ for (const backend of BACKENDS) {
     });
 
     test('maintenance mode refuses every push with 503 and stores nothing; acks, pops and state-only cycles run', async () => {
-      // docs/suite.broker.md "Queen compatibility": Queen buffers such pushes to a node-local file.
+      // docs/broker-queen.md "Queen compatibility": Queen buffers such pushes to a node-local file.
       const queue = queueName('maint');
       await suite.api.push([{ queue, payload: 'before', transactionId: 'before' }]);
       const popped = await suite.api.pop(queue);

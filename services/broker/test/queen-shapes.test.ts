@@ -1,7 +1,7 @@
 /*
  * The answers of Queen's resource, status and consumer-group routes, field by field, as Queen's
  * server builds them (`lib/schema/procedures/{007,008,013,014}_*.sql`) and its dashboard and
- * client read them (issue #10). docs/broker.md, "Queen compatibility" and "Differences from Queen".
+ * client read them (issue #10). docs/broker-queen.md, "Queen compatibility" and "Differences from Queen".
  */
 import assert from 'node:assert/strict';
 import { after, describe, test } from 'node:test';

@@ -1,5 +1,5 @@
 /*
- * BROKER_MIN_REPLICAS_ACK (issue #12, item 4; docs/broker.md, "Replica acknowledgement"): a
+ * BROKER_MIN_REPLICAS_ACK (issue #12, item 4; docs/broker-topologies.md, "Replica acknowledgement"): a
  * state-changing request answers only once enough replicas confirmed its write (Redis WAIT on the
  * connection and, on Cluster, the shard that wrote); else 503 with the write applied on the
  * primary, and a retry is safe. Replicas are paused with SIGSTOP to hold their confirmation back.

@@ -1,5 +1,5 @@
 /*
- * Retention, eviction and maxSize as Queen applies them (docs/broker.md "Queue options"), over
+ * Retention, eviction and maxSize as Queen applies them (docs/broker-api.md "Queue options"), over
  * HTTP, on both backends. Time-based rules use 1 s windows: the broker runs on a clock the
  * tests move past them (clockedBrokerSuite), never on time they wait for.
  */

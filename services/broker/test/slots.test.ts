@@ -1,5 +1,5 @@
 /*
- * Redis Cluster's one-slot rule, checked on standalone Redis (BROKER_REDIS_ONE_SLOT; docs/broker.md
+ * Redis Cluster's one-slot rule, checked on standalone Redis (BROKER_REDIS_ONE_SLOT; docs/broker-topologies.md
  * "Redis topologies"): every route that runs a script works with the check on (a script call with
  * keys in two slots throws, which the route answers 500), and a transaction spanning slots is
  * refused with nothing visible; with BROKER_REDIS_SLOT_GROUP=namespace the queues of one

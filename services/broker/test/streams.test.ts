@@ -1,7 +1,7 @@
 /*
  * Queen's streams API (/streams/v1/*, issue #10): query registration, the atomic cycle (state
  * ops + sink pushes + source ack, all or nothing, applied once) and state reads, over HTTP,
- * on both backends (docs/broker.md, "Streams").
+ * on both backends (docs/broker-streams.md, "Streams").
  */
 import assert from 'node:assert/strict';
 import { after, describe, test } from 'node:test';

@@ -1,7 +1,7 @@
 /*
  * The broker on a real Redis Cluster (3 primaries + 3 replicas) and Sentinel set (issue #12;
- * docs/broker.md "Redis topologies"): the part of the topology runs that `npm test` keeps. The
- * full suites run on both with HERALD_TEST_TOPOLOGY (helpers.ts, docs/broker.md).
+ * docs/broker-topologies.md "Redis topologies"): the part of the topology runs that `npm test` keeps. The
+ * full suites run on both with HERALD_TEST_TOPOLOGY (helpers.ts, docs/broker-topologies.md).
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';

@@ -1,4 +1,4 @@
-/** The broker's answers the console reads (docs/broker.md, "Queen's view shapes"). */
+/** The broker's answers the console reads (docs/broker-queen.md, "Queen's view shapes"). */
 
 export interface Overview {
   queues: number;

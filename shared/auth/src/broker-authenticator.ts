@@ -103,7 +103,7 @@ function pemFamily(pem: string): 'rsa' | 'ed25519' | undefined {
 }
 
 /**
- * What `JWT_ALGORITHM=auto` accepts in this deployment: each family documented for auto (docs/broker.md),
+ * What `JWT_ALGORITHM=auto` accepts in this deployment: each family documented for auto (docs/broker-configuration.md),
  * only where a key for it is configured. A token of a family with no key is the client's
  * mistake, refused with 401 `Unsupported token algorithm` before any key lookup (issue #8: an HS
  * token against a JWKS-only broker answered 500 `HS secret not configured` and logged an

@@ -2,7 +2,7 @@
  * The broker's route access levels. Five levels, not ordered; see broker-access.ts for who passes
  * which. A request's level is the one its MATCHED ROUTE declares (`config.access`, see
  * broker-fastify.ts), so no spelling of a URL can reach a handler under another route's rules
- * (issue #8). The documented prefix table below (docs/broker.md) is the specification those declarations follow; a
+ * (issue #8). The documented prefix table below (docs/broker-api.md, "Routes") is the specification those declarations follow; a
  * test checks every registered broker route against it.
  */
 export type AccessLevel = 'public' | 'admin' | 'read-only' | 'write-only' | 'read-write';

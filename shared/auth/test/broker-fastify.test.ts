@@ -113,7 +113,7 @@ describe('broker auth plugin (JWT_ENABLED=true)', () => {
     ['GET', '/api/v1/%73ystem/maintenance', { role: 'admin' }, 200, undefined],
     ['HEAD', '/api/v1/system/maintenance', { role: 'read-write' }, 403, undefined],
     ['HEAD', '/api/v1/messages', { role: 'read-only' }, 200, undefined],
-    // CORS preflight: OPTIONS is declared public (broker.md), on any path
+    // CORS preflight: OPTIONS is declared public (docs/broker-configuration.md, "Authentication"), on any path
     ['OPTIONS', '/api/v1/push', 'none', 204, undefined],
     ['OPTIONS', '/api/v1/system/maintenance', 'none', 204, undefined],
     ['OPTIONS', '/no/such/route', 'none', 204, undefined],

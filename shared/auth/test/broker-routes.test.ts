@@ -11,7 +11,7 @@ import {
 } from '../src/broker-routes.js';
 import { DEFAULT_SKIP_PATHS } from '../src/broker-settings.js';
 
-// [method, canonical path, level]: every class of the documented route table (docs/broker.md).
+// [method, canonical path, level]: every class of the documented route table (docs/broker-api.md, "Routes").
 // biome-ignore format: a table, one case per line
 const ROUTES: readonly (readonly [string, string, AccessLevel])[] = [
   // public

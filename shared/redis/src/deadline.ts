@@ -75,7 +75,7 @@ function keyOf(command: Command, stream: Stream | undefined): object {
  *   flushes its offline queue through `sendCommand` once reconnected, and this wrapper drops
  *   refused ones there. Unanswered commands that are still within their deadline are re-sent
  *   (their request still waits), which is why state-changing scripts must be idempotent per
- *   request (docs/broker.md, "Outages").
+ *   request (docs/broker-operations.md, "Outages").
  * - Not guaranteed: a command already WRITTEN before its deadline passed may still run in Redis
  *   (Redis stalled rather than died, or died after executing it but before replying). The
  *   caller saw an error, so the outcome is unknown to it; a retry is safe because of the

@@ -6,7 +6,7 @@
   (release, reschedule, failed attempts, expiry: an expiry that dead-letters schedules a trim),
   push.lua (push_items), ack.lua (ack_many, the one ack implementation, and check_ack).
 
-  Key discipline (issue #12; docs/broker.md "Redis topologies"): a script's KEYS[1] is the
+  Key discipline (issue #12; docs/broker-topologies.md "Redis topologies"): a script's KEYS[1] is the
   queue's base `<prefix>{<queue>}:` (or `<prefix>{<namespace>}:<queue>:` with
   BROKER_REDIS_SLOT_GROUP=namespace), and every key it touches is a declared KEYS[i] with a
   suffix appended: never a key built from ARGV or a literal. Declaring every key literally is
@@ -103,7 +103,7 @@ local function config_of(base)
   return configs_read[base]
 end
 
--- docs/broker.md "Payload encryption": with encryptionEnabled every stored payload is an envelope
+-- docs/broker-encryption.md "Payload encryption": with encryptionEnabled every stored payload is an envelope
 -- the node sealed (its text starts with this). A clear one comes from a node that has not read
 -- the option since it was turned on: refused, so that node re-reads it and seals.
 local SEALED_PREFIX = '{"$herald.enc":'
@@ -268,7 +268,7 @@ local function ensure_backlog(base, groups)
 end
 
 --[[
-  What maxSize is compared with (docs/broker.md "Queue options"): the backlog of the slowest
+  What maxSize is compared with (docs/broker-api.md "Queue options"): the backlog of the slowest
   consumer group, i.e. the retained messages it has not resolved; before any group exists,
   every retained message. Resolved messages kept by retention rules never count.
 ]]

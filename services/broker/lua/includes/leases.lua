@@ -62,7 +62,7 @@ local function fail_attempt(base, p, g, id, err, cfg, now)
 end
 
 -- An expired lease: every message of the batch left unanswered counts one failed attempt
--- (broker.md: a lease expiry is an attempt), then the partition is rescheduled.
+-- (docs/broker-api.md: a lease expiry is an attempt), then the partition is rescheduled.
 local function expire_lease(base, p, g, cfg, now)
   local ck = ckey(base, p, g)
   local st = redis.call('HMGET', ck, 'lease', 'upto')

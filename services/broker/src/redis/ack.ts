@@ -1,6 +1,6 @@
 /*
  * Acknowledgements on the Redis backend: one lua/ack-1.lua call per queue, the acks of a batch
- * in their order (docs/broker.md, "Acknowledgements are idempotent").
+ * in their order (docs/broker-api.md, "Acknowledgements are idempotent").
  */
 import type { AckInput, AckResult } from '../storage.js';
 import { encode, type RedisBackend } from './context.js';

@@ -6,7 +6,7 @@ import { publishSharded, type RedisClient, subscribeSharded, unsubscribeSharded 
  * `notify` channel carries every queue (classic pub/sub reaches every node anyway). On Redis
  * Cluster each queue has its own sharded channel `<base>notify` in the queue's slot, so the
  * traffic spreads over the shards like the queues, and a node subscribes only to the queues it
- * has parked pops on (QueueSubscriptions; docs/broker.md "Redis topologies").
+ * has parked pops on (QueueSubscriptions; docs/broker-topologies.md "Redis topologies").
  */
 
 /**

@@ -15,7 +15,7 @@ const FORGET_PREFIX = 'forget ';
  * - an `epoch` key, set once by whichever node finds it missing, marks the data set; a node
  *   that sees it missing or changed (restart without persistence, FLUSHALL, failover to an
  *   empty replica) writes every registration it remembers again, at once, so messages pushed
- *   before the loss was noticed are swept and counted too (docs/broker.md, "Outages");
+ *   before the loss was noticed are swept and counted too (docs/broker-operations.md, "Outages");
  * - a queue deleted on any node is forgotten by every node (control channel), so the next push
  *   registers it again.
  */

@@ -1,5 +1,5 @@
 /*
- * BROKER_MIN_REPLICAS_ACK (docs/broker.md, "Replica acknowledgement"): a state-changing script
+ * BROKER_MIN_REPLICAS_ACK (docs/broker-topologies.md, "Replica acknowledgement"): a state-changing script
  * answers only once `replicas` replicas hold its effects, confirmed by Redis `WAIT`.
  *
  * WAIT counts the replicas that acknowledged the replication offset of the calling client's last
@@ -19,7 +19,7 @@
  * when every command of it failed alike, i.e. all of it re-runs there. On standalone and Sentinel,
  * ioredis re-sends a command left unanswered by a lost connection on the next one, which after a
  * failover is another server: a pipeline during which the connection closed is therefore refused
- * (`RedisUnavailableError`, the ambiguous 503 of docs/broker.md, "Outages"), never trusted.
+ * (`RedisUnavailableError`, the ambiguous 503 of docs/broker-operations.md, "Outages"), never trusted.
  */
 import {
   isCluster,

@@ -2,7 +2,7 @@ import type { RedisClient } from '@herald/redis';
 import type { RedisBackend } from './context.js';
 
 /*
- * Retention and eviction (docs/broker.md "Queue options", as Queen's retention and eviction
+ * Retention and eviction (docs/broker-api.md "Queue options", as Queen's retention and eviction
  * services apply them). Per queue, a message is deleted, with its dedup entry:
  *  - completed: every consumer group resolved it and it is older than
  *    completedRetentionSeconds, only when retentionEnabled and completedRetentionSeconds > 0;

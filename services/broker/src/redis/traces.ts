@@ -12,7 +12,7 @@ const NAMES_KEPT = 10_000;
 /**
  * Message traces in Redis (plain commands; keys spread over slots by message, name and id). An entry is stored once, under its
  * id; the per-message and per-name lists hold only the id, so a trace with N names costs its
- * body once plus N small references (docs/broker.md "Limits").
+ * body once plus N small references (docs/broker-api.md "Limits").
  */
 export class RedisTraces {
   constructor(
@@ -24,7 +24,7 @@ export class RedisTraces {
   async add(trace: TraceInput): Promise<TraceEntry> {
     const entry: TraceEntry = { ...trace, id: newId(), createdAt: new Date(this.clock.now()).toISOString() };
     // One MULTI per key, never one across keys: on Redis Cluster each key has its own slot
-    // (docs/broker.md "Redis topologies"). A reader skips an id whose entry is not (yet) there.
+    // (docs/broker-topologies.md "Redis topologies"). A reader skips an id whose entry is not (yet) there.
     const appendTo = (key: string, kept: number) =>
       this.redis.multi().rpush(key, entry.id).ltrim(key, -kept, -1).expire(key, TRACE_TTL_SECONDS).exec();
     const writes: Promise<unknown>[] = [

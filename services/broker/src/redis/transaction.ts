@@ -2,7 +2,7 @@
  * Transactions on the Redis backend: one lua/transaction-1.lua call, pushes and acks
  * all-or-nothing. The script declares the base of every queue it touches as a key; on Redis
  * Cluster (`backend.oneSlot`) those must share one hash tag, so a transaction spanning queues in
- * different slots is refused before anything is written (docs/broker.md "Redis topologies").
+ * different slots is refused before anything is written (docs/broker-topologies.md "Redis topologies").
  */
 import { encryptionChanged } from '../errors.js';
 import { namespaceAndTask, partitionIdOf } from '../identifiers.js';

@@ -15,7 +15,7 @@ const CORS_HEADERS = {
 };
 
 /**
- * Wire conventions shared by every route (broker.md): JSON bodies (malformed → 400 with a
+ * Wire conventions shared by every route (docs/broker-api.md): JSON bodies (malformed → 400 with a
  * message), CORS on responses, OPTIONS → 204, errors as `{"error":"…"}` with the status the
  * typed error carries (`installErrorHandler` of `@herald/http`); a storage that cannot serve is a
  * 503, anything unexpected a 500, both with a fixed text: internal messages reach the log, never

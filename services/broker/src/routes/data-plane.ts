@@ -67,7 +67,7 @@ export function registerDataPlaneRoutes(app: FastifyInstance, context: BrokerCon
     if (!isObject(body)) throw invalidRequest('body must be a JSON object');
     // Queen answers 200 to an empty name (its client's load test relies on it). No message can
     // be stored under that name here (push refuses it), so there is nothing for the options to
-    // govern: they are validated and echoed, and nothing is stored (docs/broker.md, "Queen
+    // govern: they are validated and echoed, and nothing is stored (docs/broker-queen.md, "Queen
     // compatibility").
     const queue = body.queue === '' ? '' : name(body.queue, 'queue');
     const derived = namespaceAndTask(queue);
@@ -104,7 +104,7 @@ export function registerDataPlaneRoutes(app: FastifyInstance, context: BrokerCon
     return answerPop(reply, options.request.group, (signal) => pop(context, options, signal));
   };
   app.get('/api/v1/pop/queue/:queue', HOT_READ_WRITE, popHandler);
-  // Queen's pop by namespace/task: read-write like every pop (docs/broker.md route table).
+  // Queen's pop by namespace/task: read-write like every pop (docs/broker-api.md route table).
   app.get('/api/v1/pop', HOT_READ_WRITE, async (request, reply) => {
     const { filter, options } = parseFilteredPopQuery(context, request.query as Record<string, unknown>);
     return answerPop(reply, options.request.group, (signal) => popFiltered(context, filter, options, signal));

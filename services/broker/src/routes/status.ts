@@ -100,7 +100,7 @@ export function registerStatusRoutes(
   );
 
   // Queen's get_analytics_v1 answers messages created per time bucket; Herald keeps no such
-  // history, so `dataPoints` is empty (docs/broker.md "Differences from Queen").
+  // history, so `dataPoints` is empty (docs/broker-queen.md "Differences from Queen").
   app.get('/api/v1/status/analytics', READ_ONLY, async (request) => {
     const query = request.query as Record<string, unknown>;
     const range = timeRange(query, context.clock.now(), DAY_MS);

@@ -19,7 +19,7 @@ function isRipe(row: StateRow, ripeAtOrBefore: number): boolean {
 }
 
 /**
- * Queen's streams API (/streams/v1/*, docs/broker.md "Streams"): HTTP parsing and mapping;
+ * Queen's streams API (/streams/v1/*, docs/broker-streams.md "Streams"): HTTP parsing and mapping;
  * the rules live in the scripts (lua/streams-*.lua, called by streams/redis.ts).
  */
 export function registerStreamsRoutes(
@@ -54,7 +54,7 @@ export function registerStreamsRoutes(
     const input = parseCycle(request.body, request.identity?.sub, context.maxPayloadBytes);
     if (input.pushItems.length > 0 && (await context.storage.flags()).maintenanceMode)
       throw maintenanceMode();
-    // Sink pushes to queues with encryptionEnabled are sealed like any push (docs/broker.md,
+    // Sink pushes to queues with encryptionEnabled are sealed like any push (docs/broker-encryption.md,
     // "Payload encryption").
     const outcome = await context.encryption.store(input.pushItems, (pushItems) =>
       streams.cycle({ ...input, pushItems }),

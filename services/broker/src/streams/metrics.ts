@@ -8,7 +8,7 @@ export interface StreamsMetrics {
 }
 
 /**
- * Streams series (docs/broker.md, "Metrics"). State gauges are read from storage at scrape
+ * Streams series (docs/broker-operations.md, "Metrics"). State gauges are read from storage at scrape
  * time, so every node reports the same. Query names come from clients: as for queues
  * (BROKER_METRICS_MAX_QUEUES), the first `max` queries by name get their own label value and
  * the rest are summed under `__other__`.

@@ -23,7 +23,7 @@ export interface RedisStreamsHost {
   readonly registryBase: string;
   /**
    * Redis Cluster's one-slot rule is enforced: a query's state lives in its home queue's slot,
-   * and a cycle's queues must share that slot (docs/broker.md, "Streams").
+   * and a cycle's queues must share that slot (docs/broker-streams.md, "Streams").
    */
   readonly oneSlot: boolean;
   run(name: string, keys: string[], args: (string | number)[]): Promise<unknown>;
@@ -90,7 +90,7 @@ interface LuaPush {
  * lua/streams-cycle-2.lua, where the key layout is listed); state reads are plain hash reads.
  * The registry (query name → record, id → name) is one slot; a query's state, cycle answers and
  * stats are in another: under the query's own hash tag, or where slots are enforced in its home
- * queue's slot, so one script covers state, source ack and sink pushes (docs/broker.md, "Streams").
+ * queue's slot, so one script covers state, source ack and sink pushes (docs/broker-streams.md, "Streams").
  */
 export class RedisStreams implements StreamsStorage {
   /** Queries are never deleted: a location stays valid until a reset starts a new generation. */
@@ -363,4 +363,4 @@ function stateRows(keys: string[], read: Record<string, string> | (string | null
 
 const outsideSlot = (queue: string, home: string) =>
   `queue '${queue}' is not in the Redis Cluster slot of queue '${home}', where this query keeps its state: ` +
-  'a query\'s source and sink queues must share a slot (BROKER_REDIS_SLOT_GROUP=namespace and one namespace; docs/broker.md, "Streams")';
+  'a query\'s source and sink queues must share a slot (BROKER_REDIS_SLOT_GROUP=namespace and one namespace; docs/broker-streams.md, "Streams")';

@@ -1,7 +1,7 @@
 import type { PushItem, PushResult } from '../push-item.js';
 
 /*
- * The streams storage port (Queen's streams API, docs/broker.md "Streams"), implemented by
+ * The streams storage port (Queen's streams API, docs/broker-streams.md "Streams"), implemented by
  * streams/redis.ts on Redis and on the embedded engine alike (test/streams.test.ts).
  */
 
