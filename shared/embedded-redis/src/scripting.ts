@@ -22,7 +22,11 @@ const LUA_TTABLE = 5;
 /** The Lua side of the `redis` and `cjson` libraries (scripting.lua, next to this file in dist/ and src/). */
 const PRELUDE = readFileSync(new URL('../lua/scripting.lua', import.meta.url), 'utf8');
 
-/** The emscripten exports used here (wasmoon-lua5.1's module, called with raw pointers). */
+/**
+ * The C API as wasmoon-lua5.1's emscripten module exports it, called with raw pointers: the
+ * library's own wrappers convert every argument on each call (a third of a script's time in a
+ * profile), so strings go through `pushText`/`text` and field names are C strings made once.
+ */
 interface Module {
   HEAPU8: Uint8Array;
   HEAPU32: Uint32Array;
@@ -31,32 +35,28 @@ interface Module {
   _lua_tolstring(state: number, index: number, length: number): number;
   _lua_pushlstring(state: number, pointer: number, length: number): void;
   _luaL_loadbuffer(state: number, pointer: number, length: number, name: number): number;
+  _lua_gettop(state: number): number;
+  _lua_settop(state: number, index: number): void;
+  _lua_type(state: number, index: number): number;
+  _lua_tonumber(state: number, index: number): number;
+  _lua_toboolean(state: number, index: number): number;
+  _lua_pushnumber(state: number, value: number): void;
+  _lua_pushboolean(state: number, value: number): void;
+  _lua_createtable(state: number, array: number, record: number): void;
+  _lua_rawseti(state: number, index: number, n: number): void;
+  _lua_rawgeti(state: number, index: number, n: number): void;
+  _lua_setfield(state: number, index: number, key: number): void;
+  _lua_getfield(state: number, index: number, key: number): void;
+  _lua_pushcclosure(state: number, fn: number, upvalues: number): void;
+  _lua_pcall(state: number, args: number, results: number, handler: number): number;
+  _lua_rawset(state: number, index: number): void;
+  _luaL_ref(state: number, table: number): number;
+  _luaL_unref(state: number, table: number, ref: number): void;
   addFunction(implementation: (state: number) => number, signature: string): number;
 }
 
-interface Api {
-  module: Module;
-  lua_gettop(state: number): number;
-  lua_settop(state: number, index: number): void;
-  lua_type(state: number, index: number): number;
-  lua_tonumber(state: number, index: number): number;
-  lua_toboolean(state: number, index: number): number;
-  lua_pushnumber(state: number, value: number): void;
-  lua_pushboolean(state: number, value: number): void;
-  lua_pushnil(state: number): void;
-  lua_createtable(state: number, array: number, record: number): void;
-  lua_rawseti(state: number, index: number, n: number): void;
-  lua_rawgeti(state: number, index: number, n: number): number;
-  lua_setfield(state: number, index: number, key: string): void;
-  lua_getfield(state: number, index: number, key: string): void;
-  lua_pushcclosure(state: number, fn: number, upvalues: number): void;
-  lua_setglobal(state: number, name: string): void;
-  lua_pcall(state: number, args: number, results: number, handler: number): number;
-  lua_rawset(state: number, index: number): void;
-  luaL_ref(state: number, table: number): number;
-  luaL_unref(state: number, table: number, ref: number): void;
-}
-
+/** Strings up to this length (keys, fields, numbers) are copied byte by byte when ASCII. */
+const SHORT_TEXT = 64;
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
@@ -69,33 +69,39 @@ function numberArgument(value: number): string {
 
 export type Dispatch = (args: string[]) => Reply;
 
+/** Field names the bridge reads and writes, as NUL-terminated C strings. */
+type Name = 'err' | 'ok';
+
 export class Scripting {
   private readonly module: Module;
   private readonly state: number;
+  private readonly names: Record<Name, number>;
   /** sha -> registry reference of the compiled function. */
   private readonly functions = new Map<string, number>();
   private readonly lengthSlot: number;
-  private scratch = 0;
-  private scratchSize = 0;
+  /** Where pushText writes a string before Lua copies it (grown on demand). */
+  private scratch: number;
+  private scratchSize = 4096;
 
   private constructor(
     private readonly lua: Lua,
-    private readonly api: Api,
     private readonly dispatch: Dispatch,
   ) {
-    this.module = api.module;
+    this.module = (lua.luaApi as unknown as { module: Module }).module;
     this.state = lua.global.address as unknown as number;
     this.lengthSlot = this.module._malloc(4);
+    this.scratch = this.module._malloc(this.scratchSize);
+    this.names = { err: this.cString('err'), ok: this.cString('ok') };
     const raw = this.module.addFunction((state) => this.call(state), 'ii');
-    api.lua_pushcclosure(this.state, raw, 0);
-    api.lua_setglobal(this.state, '__herald_raw_call');
+    this.pushText(this.state, '__herald_raw_call');
+    this.module._lua_pushcclosure(this.state, raw, 0);
+    this.module._lua_rawset(this.state, LUA_GLOBALSINDEX);
     this.evaluate(PRELUDE, '@scripting');
   }
 
   /** A Lua state with the `redis` and `cjson` libraries, calling `dispatch` for redis.call. */
   static async create(dispatch: Dispatch): Promise<Scripting> {
-    const lua = await Lua.create();
-    return new Scripting(lua, lua.luaApi as unknown as Api, dispatch);
+    return new Scripting(await Lua.create(), dispatch);
   }
 
   static sha(source: string): string {
@@ -110,18 +116,18 @@ export class Scripting {
   load(source: string): string {
     const sha = Scripting.sha(source);
     if (this.functions.has(sha)) return sha;
-    const { api, state } = this;
+    const { module, state } = this;
     if (this.loadChunk(source, '@user_script') !== 0) {
       const message = this.text(state, -1);
-      api.lua_settop(state, 0);
+      module._lua_settop(state, 0);
       throw new ReplyError(`ERR Error compiling script (new function): ${message}`);
     }
-    this.functions.set(sha, api.luaL_ref(state, LUA_REGISTRYINDEX));
+    this.functions.set(sha, module._luaL_ref(state, LUA_REGISTRYINDEX));
     return sha;
   }
 
   flush(): void {
-    for (const ref of this.functions.values()) this.api.luaL_unref(this.state, LUA_REGISTRYINDEX, ref);
+    for (const ref of this.functions.values()) this.module._luaL_unref(this.state, LUA_REGISTRYINDEX, ref);
     this.functions.clear();
   }
 
@@ -129,33 +135,41 @@ export class Scripting {
   run(sha: string, keys: readonly string[], args: readonly string[]): Reply {
     const ref = this.functions.get(sha);
     if (ref === undefined) return new ReplyError('NOSCRIPT No matching script. Please use EVAL.');
-    const { api, state } = this;
-    api.lua_settop(state, 0);
+    const { module, state } = this;
+    module._lua_settop(state, 0);
     this.setGlobalArray('KEYS', keys);
     this.setGlobalArray('ARGV', args);
-    api.lua_rawgeti(state, LUA_REGISTRYINDEX, ref);
-    const status = api.lua_pcall(state, 0, 1, 0);
+    module._lua_rawgeti(state, LUA_REGISTRYINDEX, ref);
+    const status = module._lua_pcall(state, 0, 1, 0);
     try {
       if (status !== 0) return this.errorOf(state, -1);
       return this.replyOf(state, -1);
     } finally {
-      api.lua_settop(state, 0);
+      module._lua_settop(state, 0);
     }
   }
 
   close(): void {
     this.module._free(this.lengthSlot);
-    if (this.scratch) this.module._free(this.scratch);
+    for (const pointer of Object.values(this.names)) this.module._free(pointer);
+    this.module._free(this.scratch);
     this.lua.global.close();
   }
 
   private evaluate(source: string, name: string): void {
-    const { api, state } = this;
-    if (this.loadChunk(source, name) !== 0 || api.lua_pcall(state, 0, 0, 0) !== 0) {
+    const { module, state } = this;
+    if (this.loadChunk(source, name) !== 0 || module._lua_pcall(state, 0, 0, 0) !== 0) {
       const message = this.text(state, -1);
-      api.lua_settop(state, 0);
+      module._lua_settop(state, 0);
       throw new Error(`embedded Lua: ${name}: ${message}`);
     }
+  }
+
+  private cString(text: string): number {
+    const bytes = encoder.encode(`${text}\0`);
+    const pointer = this.module._malloc(bytes.length);
+    this.module.HEAPU8.set(bytes, pointer);
+    return pointer;
   }
 
   private loadChunk(source: string, name: string): number {
@@ -173,14 +187,14 @@ export class Scripting {
 
   /** KEYS / ARGV, set raw: past the globals' protection, as Redis sets them. */
   private setGlobalArray(name: string, values: readonly string[]): void {
-    const { api, state } = this;
+    const { module, state } = this;
     this.pushText(state, name);
-    api.lua_createtable(state, values.length, 0);
+    module._lua_createtable(state, values.length, 0);
     values.forEach((value, index) => {
       this.pushText(state, value);
-      api.lua_rawseti(state, -2, index + 1);
+      module._lua_rawseti(state, -2, index + 1);
     });
-    api.lua_rawset(state, LUA_GLOBALSINDEX);
+    module._lua_rawset(state, LUA_GLOBALSINDEX);
   }
 
   /**
@@ -188,12 +202,12 @@ export class Scripting {
    * `false, {err = …}` for an error reply (scripting.lua raises it for redis.call).
    */
   private call(state: number): number {
-    const { api } = this;
-    const count = api.lua_gettop(state);
+    const { module } = this;
+    const count = module._lua_gettop(state);
     const args: string[] = [];
     for (let index = 1; index <= count; index++) {
-      const type = api.lua_type(state, index);
-      if (type === LUA_TNUMBER) args.push(numberArgument(api.lua_tonumber(state, index)));
+      const type = module._lua_type(state, index);
+      if (type === LUA_TNUMBER) args.push(numberArgument(module._lua_tonumber(state, index)));
       else if (type === LUA_TSTRING) args.push(this.text(state, index));
       else {
         this.pushError(state, 'ERR Lua redis lib command arguments must be strings or integers');
@@ -214,45 +228,44 @@ export class Scripting {
   }
 
   private pushError(state: number, text: string): void {
-    this.api.lua_pushboolean(state, 0);
-    this.api.lua_createtable(state, 0, 1);
+    this.module._lua_pushboolean(state, 0);
+    this.pushField(state, 'err', text);
+  }
+
+  /** `{ [name] = text }` on the stack. */
+  private pushField(state: number, name: Name, text: string): void {
+    this.module._lua_createtable(state, 0, 1);
     this.pushText(state, text);
-    this.api.lua_setfield(state, -2, 'err');
+    this.module._lua_setfield(state, -2, this.names[name]);
   }
 
   /** Redis's reply -> Lua conversion (RESP2): nil as false, a status as {ok = …}. */
   private pushReply(state: number, reply: Reply): void {
-    const { api } = this;
-    if (reply === null) api.lua_pushboolean(state, 0);
-    else if (typeof reply === 'number') api.lua_pushnumber(state, reply);
+    const { module } = this;
+    if (reply === null) module._lua_pushboolean(state, 0);
+    else if (typeof reply === 'number') module._lua_pushnumber(state, reply);
     else if (typeof reply === 'string') this.pushText(state, reply);
-    else if (reply instanceof Status) {
-      api.lua_createtable(state, 0, 1);
-      this.pushText(state, reply.text);
-      api.lua_setfield(state, -2, 'ok');
-    } else if (reply instanceof ReplyError) {
-      api.lua_createtable(state, 0, 1);
-      this.pushText(state, reply.text);
-      api.lua_setfield(state, -2, 'err');
-    } else {
-      api.lua_createtable(state, reply.length, 0);
-      reply.forEach((item, index) => {
-        this.pushReply(state, item);
-        api.lua_rawseti(state, -2, index + 1);
-      });
+    else if (reply instanceof Status) this.pushField(state, 'ok', reply.text);
+    else if (reply instanceof ReplyError) this.pushField(state, 'err', reply.text);
+    else {
+      module._lua_createtable(state, reply.length, 0);
+      for (let index = 0; index < reply.length; index++) {
+        this.pushReply(state, reply[index] as Reply);
+        module._lua_rawseti(state, -2, index + 1);
+      }
     }
   }
 
   /** Lua -> Redis reply (RESP2): numbers truncated to integers, true as 1, false and nil as nil. */
   private replyOf(state: number, index: number): Reply {
-    const { api } = this;
-    switch (api.lua_type(state, index)) {
+    const { module } = this;
+    switch (module._lua_type(state, index)) {
       case LUA_TNUMBER:
-        return Math.trunc(api.lua_tonumber(state, index));
+        return Math.trunc(module._lua_tonumber(state, index));
       case LUA_TSTRING:
         return this.text(state, index);
       case LUA_TBOOLEAN:
-        return api.lua_toboolean(state, index) ? 1 : null;
+        return module._lua_toboolean(state, index) ? 1 : null;
       case LUA_TTABLE:
         return this.tableReply(state, index);
       default:
@@ -261,38 +274,39 @@ export class Scripting {
   }
 
   private tableReply(state: number, index: number): Reply {
-    const { api } = this;
-    const absolute = index < 0 ? api.lua_gettop(state) + index + 1 : index;
+    const { module } = this;
+    const absolute = index < 0 ? module._lua_gettop(state) + index + 1 : index;
     for (const [field, make] of [
       ['err', (text: string) => new ReplyError(text)],
       ['ok', (text: string) => new Status(text)],
     ] as const) {
-      api.lua_getfield(state, absolute, field);
-      const found = api.lua_type(state, -1) === LUA_TSTRING ? this.text(state, -1) : undefined;
-      api.lua_settop(state, -2);
+      module._lua_getfield(state, absolute, this.names[field]);
+      const found = module._lua_type(state, -1) === LUA_TSTRING ? this.text(state, -1) : undefined;
+      module._lua_settop(state, -2);
       if (found !== undefined) return make(found);
     }
     const items: Reply[] = [];
     for (let position = 1; ; position++) {
-      api.lua_rawgeti(state, absolute, position);
-      if (api.lua_type(state, -1) === LUA_TNIL) {
-        api.lua_settop(state, -2);
+      module._lua_rawgeti(state, absolute, position);
+      if (module._lua_type(state, -1) === LUA_TNIL) {
+        module._lua_settop(state, -2);
         break;
       }
       items.push(this.replyOf(state, -1));
-      api.lua_settop(state, -2);
+      module._lua_settop(state, -2);
     }
     return items;
   }
 
   /** What a failed run raised: a redis.call error table as is, a runtime error as `ERR <message>`. */
   private errorOf(state: number, index: number): ReplyError {
-    const { api } = this;
-    if (api.lua_type(state, index) === LUA_TTABLE) {
+    const { module } = this;
+    if (module._lua_type(state, index) === LUA_TTABLE) {
       const reply = this.tableReply(state, index);
       if (reply instanceof ReplyError) return reply;
     }
-    const message = api.lua_type(state, index) === LUA_TSTRING ? this.text(state, index) : 'unknown error';
+    const message =
+      module._lua_type(state, index) === LUA_TSTRING ? this.text(state, index) : 'unknown error';
     return new ReplyError(`ERR ${message}`);
   }
 
@@ -302,20 +316,47 @@ export class Scripting {
     const pointer = module._lua_tolstring(state, index, this.lengthSlot);
     if (pointer === 0) return '';
     const length = module.HEAPU32[this.lengthSlot >> 2] as number;
-    return decoder.decode(module.HEAPU8.subarray(pointer, pointer + length));
+    const heap = module.HEAPU8;
+    // Keys, field names and numbers are short and ASCII: read them without a TextDecoder call.
+    if (length <= SHORT_TEXT) {
+      let text = '';
+      for (let at = pointer; at < pointer + length; at++) {
+        const byte = heap[at] as number;
+        if (byte >= 0x80) return decoder.decode(heap.subarray(pointer, pointer + length));
+        text += String.fromCharCode(byte);
+      }
+      return text;
+    }
+    return decoder.decode(heap.subarray(pointer, pointer + length));
   }
 
   private pushText(state: number, text: string): void {
     const module = this.module;
     const needed = text.length * 3;
     if (needed > this.scratchSize) {
-      if (this.scratch) module._free(this.scratch);
+      module._free(this.scratch);
       this.scratchSize = Math.max(needed, 4096);
       this.scratch = module._malloc(this.scratchSize);
     }
+    const heap = module.HEAPU8;
+    if (text.length <= SHORT_TEXT) {
+      let at = this.scratch;
+      for (let index = 0; index < text.length; index++) {
+        const code = text.charCodeAt(index);
+        if (code >= 0x80) {
+          at = -1;
+          break;
+        }
+        heap[at++] = code;
+      }
+      if (at >= 0) {
+        module._lua_pushlstring(state, this.scratch, text.length);
+        return;
+      }
+    }
     const { written } = encoder.encodeInto(
       text,
-      module.HEAPU8.subarray(this.scratch, this.scratch + this.scratchSize),
+      heap.subarray(this.scratch, this.scratch + this.scratchSize),
     );
     module._lua_pushlstring(state, this.scratch, written);
   }
