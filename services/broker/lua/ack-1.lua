@@ -10,7 +10,9 @@
   changes no state, so a resent batch never moves pos again (whole lease or not:
   services/broker/test/ack-whole-lease.test.ts applies one twice).
 ]]
---@include broker
+--@include ack-many
+--@include clock
+--@include queue-config
 
 local base = KEYS[1]
 local acks = {}

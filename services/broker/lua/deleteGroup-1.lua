@@ -6,7 +6,13 @@
   Resend-safe for its effects (the group is gone either way); a second run answers 0, so the
   caller also checks existence before the call (redis/groups.ts deleteGroup).
 ]]
---@include broker
+--@include age-horizon
+--@include ckey
+--@include clock
+--@include completed-trim-at
+--@include queue-config
+--@include release-lease
+--@include schedule-trim
 
 local base, g = KEYS[1], ARGV[1]
 local existed = redis.call('HDEL', base .. 'groups', g)

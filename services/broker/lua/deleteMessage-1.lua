@@ -7,7 +7,7 @@
   Resend-safe for its effects (the message is gone either way); a second run answers 0, so the
   caller also checks existence before the call (redis/messages.ts deleteMessage).
 ]]
---@include broker
+--@include forget-entry
 
 local base, p, txn = KEYS[1], ARGV[1], ARGV[2]
 local d = redis.call('HGET', base .. 'd:' .. p, txn)

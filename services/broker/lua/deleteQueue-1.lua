@@ -5,7 +5,7 @@
   Resend-safe for its effects; a second run returns no partition ids, so the caller also reads
   them before the call (redis/queues.ts deleteQueue) to drop the first run's from the index.
 ]]
---@include broker
+--@include ckey
 
 local base = KEYS[1]
 -- Registered groups and those acks gave state without registering them.

@@ -7,7 +7,9 @@
   Resend-safe: naturally; a lease is never shortened, so a second run moves the expiry to the
   same target again (a few ms later at most) and answers success.
 ]]
---@include broker
+--@include ckey
+--@include clock
+--@include fmt
 
 local base, lease = KEYS[1], ARGV[1]
 local seconds = tonumber(ARGV[2])

@@ -13,7 +13,12 @@
             }... }
   Resend-safe: writes nothing.
 ]]
---@include broker
+--@include ckey
+--@include clock
+--@include field
+--@include fmt
+--@include id-ms
+--@include position
 
 local base = KEYS[1]
 local limit, cap, dead_read = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])

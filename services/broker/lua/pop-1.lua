@@ -14,7 +14,18 @@
   run with the same ARGV finds `lease:<leaseId>` already holding partitions and answers the
   messages the first run leased, without leasing again or counting an attempt.
 ]]
---@include broker
+--@include advance
+--@include ckey
+--@include clock
+--@include create-group
+--@include expire-lease
+--@include fmt
+--@include id-ms
+--@include message-fields
+--@include position
+--@include queue-config
+--@include resolve
+--@include schedule-trim
 
 local base, g, only = KEYS[1], ARGV[1], ARGV[2]
 local batch = tonumber(ARGV[3])
@@ -155,7 +166,7 @@ for _, p in ipairs(candidates) do
     else
       local exp = now + cfg.leaseTime * 1000
       local upto = picked[#picked][1]
-      -- `from`: the position the batch was taken after, tied to this lease (ack.lua,
+      -- `from`: the position the batch was taken after, tied to this lease (ack-many.lua,
       -- advance_whole_lease: an ack of the whole lease moves pos to upto without reading it back).
       redis.call('HSET', ck, 'lease', lease_id, 'exp', fmt(exp), 'upto', upto, 'n', #picked,
         'from', lease_id .. ' ' .. leased_from)

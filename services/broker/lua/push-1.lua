@@ -12,7 +12,10 @@
   own messageId (generated per request by the node) is this request's first run: 'queued'.
   A refusal (FULL, CLEAR) writes nothing, so a resend refuses again.
 ]]
---@include broker
+--@include clear-on-sealed-queue
+--@include clock
+--@include push-items
+--@include queue-config
 
 local base = KEYS[1]
 local now = now_ms()

@@ -8,7 +8,10 @@
   Resend-safe: a second run finds the leases no longer held by leaseId and changes nothing
   (it returns 0; the caller ignores the count).
 ]]
---@include broker
+--@include ckey
+--@include clock
+--@include release-lease
+--@include reschedule
 
 local base, lease = KEYS[1], ARGV[1]
 local now = now_ms()

@@ -8,7 +8,14 @@
   count is kept under <base>rq:<messageId> for ANSWER_MEMORY_MS, and a second run answers it
   without touching anything (the dead letters are gone by then anyway).
 ]]
---@include broker
+--@include age-horizon
+--@include answer-memory
+--@include clock
+--@include entry-id
+--@include field
+--@include forget-entry
+--@include queue-config
+--@include schedule-trim
 
 local base = KEYS[1]
 if #ARGV < 2 then return 0 end
@@ -17,7 +24,7 @@ local answered = redis.call('GET', requeue_memo)
 if answered then return tonumber(answered) end
 local now = now_ms()
 local groups = redis.call('HKEYS', base .. 'groups')
--- A requeued message is new: retention by age looks at it as at a pushed one (push.lua).
+-- A requeued message is new: retention by age looks at it as at a pushed one (push-items.lua).
 local horizon = age_horizon(queue_config(base))
 local count = 0
 for i = 1, #ARGV, 2 do

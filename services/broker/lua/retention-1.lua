@@ -20,7 +20,15 @@
   Resend-safe: naturally; cuts are by time and position, so a second run deletes only what
   became due in between, and counters (size, pending:<g>) move only for entries it deletes.
 ]]
---@include broker
+--@include call-chunked
+--@include ckey
+--@include clock
+--@include field
+--@include fmt
+--@include id-cmp
+--@include id-ms
+--@include position
+--@include queue-config
 
 local base = KEYS[1]
 local limit, per_partition, per_call = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])

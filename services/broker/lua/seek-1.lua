@@ -12,7 +12,13 @@
   count moves by (backlog after) - (backlog before), 0 the second time; the trim schedule
   (ZADD LT now) is already due.
 ]]
---@include broker
+--@include ckey
+--@include clock
+--@include create-group
+--@include release-lease
+--@include reschedule
+--@include schedule-trim
+--@include unresolved-in
 
 local base, g, only, target = KEYS[1], ARGV[1], ARGV[2], ARGV[3]
 local now = now_ms()

@@ -12,7 +12,12 @@
   Writes nothing but, once for a queue stored by an earlier release, its groups' backlog count
   (ensure_backlog): a resend counts the same.
 ]]
---@include broker
+--@include ckey
+--@include clock
+--@include ensure-backlog
+--@include fmt
+--@include id-ms
+--@include position
 
 local base = KEYS[1]
 local sample = tonumber(ARGV[1])

@@ -32,7 +32,20 @@
   retrying the same body, finds it and answers it without applying anything again. A refusal
   ("ok":false, "clear", "stale") writes nothing, so a resend refuses again.
 ]]
---@include broker
+--@include advance
+--@include ckey
+--@include clear-on-sealed-queue
+--@include clock
+--@include config-of
+--@include dead-letter
+--@include fmt
+--@include id-cmp
+--@include position
+--@include push-items
+--@include release-lease
+--@include reschedule
+--@include resolve
+--@include schedule-trim
 
 local qbase, stats = KEYS[1], KEYS[2]
 local cycle_id, field, gen, shard = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4]

@@ -7,7 +7,10 @@
   Resend-safe: naturally; a lease expired by the first run is no longer held, so a second run
   counts no attempt for it.
 ]]
---@include broker
+--@include ckey
+--@include clock
+--@include expire-lease
+--@include queue-config
 
 local base = KEYS[1]
 local now = now_ms()

@@ -17,7 +17,13 @@
   as repeats) and its pushes stored under the same messageId (answered as queued again); a
   refusal (FAIL, CLEAR) comes from the check phase, before anything is written.
 ]]
---@include broker
+--@include ack-many
+--@include check-ack
+--@include clear-on-sealed-queue
+--@include clock
+--@include config-of
+--@include push-items
+--@include queue-depth
 
 local now = now_ms()
 local ops = {}

@@ -1,6 +1,6 @@
 /*
  * An ack batch that completes a whole lease moves the consumer's position to the lease's last
- * message without reading the batch back from the stream (lua/includes/ack.lua,
+ * message without reading the batch back from the stream (lua/includes/advance-state.lua,
  * advance_whole_lease; issue #14, round 2). That shortcut must leave exactly what the general
  * path leaves: each case acks the same lease once as one whole batch and once split in two
  * (which the shortcut never takes), and compares answers, stored state and the next delivery.

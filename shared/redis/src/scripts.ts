@@ -20,9 +20,10 @@ const FILE_NAME = /^(?<name>[a-zA-Z][\w-]*?)-(?<keys>\d+)\.lua$/;
 const INCLUDE_LINE = /^--@include ([\w-]+)[ \t]*(?:\r?\n|$)/gm;
 
 /**
- * Which clock `--@include clock` gives a script (lua/clock-<variant>.lua of this package):
- * `redis` reads Redis TIME and lets XADD stamp entries itself (production); `key` reads the
- * milliseconds a test stores at the script's `KEYS[1] + CLOCK_KEY_SUFFIX`.
+ * Which clock `--@include clock` and `--@include entry-id` give a script (lua/clock-<variant>.lua,
+ * lua/entry-id-<variant>.lua of this package): `redis` reads Redis TIME and lets XADD stamp
+ * entries itself (production); `key` reads the milliseconds a test stores at the script's
+ * `KEYS[1] + CLOCK_KEY_SUFFIX` and stamps entries with them.
  */
 export type ScriptClock = 'redis' | 'key';
 
@@ -37,9 +38,12 @@ export const CLOCK_KEY_SUFFIX = '~test-clock';
 /** This package's `lua/`, next to `src/` and `dist/` alike: includes every service may use. */
 const SHARED_LUA_DIRECTORY = fileURLToPath(new URL('../lua/', import.meta.url));
 
+/** The includes this package gives every service, each in one file per clock variant. */
+const CLOCK_INCLUDES = new Set(['clock', 'entry-id']);
+
 /** Where the text of `--@include <name>` comes from: this package's clock, or the directory's includes/. */
 function includePath(directory: string, name: string, clock: ScriptClock): string {
-  if (name === 'clock') return join(SHARED_LUA_DIRECTORY, `clock-${clock}.lua`);
+  if (CLOCK_INCLUDES.has(name)) return join(SHARED_LUA_DIRECTORY, `${name}-${clock}.lua`);
   return join(directory, 'includes', `${name}.lua`);
 }
 
@@ -75,9 +79,10 @@ function expandIncludes(
  * Reads every `<name>-<numberOfKeys>.lua` of a directory once, at boot (the naming rule:
  * README.md, "Lua scripts"). A line `--@include <name>` is replaced by `includes/<name>.lua`,
  * so logic shared by several scripts exists once (bullmq's includes); includes may include
- * others, each inlined once per script (expandIncludes). `--@include clock` is this package's:
- * `now_ms()` and `new_entry_id()` (the id to give XADD) on the clock `options.clock` chooses,
- * so a script holds no clock code of its own and tests move time without touching its text.
+ * others, each inlined once per script (expandIncludes). `--@include clock` (`now_ms()`) and
+ * `--@include entry-id` (`new_entry_id()`, the id to give XADD) are this package's, on the clock
+ * `options.clock` chooses, so a script holds no clock code of its own and tests move time
+ * without touching its text.
  */
 export function loadScripts(directory: string, options: LoadScriptsOptions = {}): ScriptSet {
   const clock = options.clock ?? 'redis';

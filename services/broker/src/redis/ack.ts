@@ -5,7 +5,7 @@
 import type { AckInput, AckResult } from '../storage.js';
 import { encode, type RedisBackend } from './context.js';
 
-/** One ack's ARGV entries, in the order ack_many (lua/includes/ack.lua) reads them. */
+/** One ack's ARGV entries, in the order ack_many (lua/includes/ack-many.lua) reads them. */
 export function ackArguments(ack: AckInput, partition: string): string[] {
   return [
     encode(partition),

@@ -1,6 +1,6 @@
 /*
  * Dead letters on the Redis backend: the `dlq` stream (written by dead_letter in
- * lua/includes/broker.lua), listed with plain commands and requeued by lua/requeueDlq-1.lua.
+ * lua/includes/dead-letter.lua), listed with plain commands and requeued by lua/requeueDlq-1.lua.
  */
 import { newId, streamIdTime } from '../identifiers.js';
 import type { DeadLetter } from '../storage.js';

@@ -31,7 +31,7 @@ export function fieldsOf(list: string[]): Record<string, string> {
 /**
  * Queen's status view of one queue on Redis (read-only, plain commands): for each partition its
  * newest `offset + limit` entries and the queue-mode consumer state (`c:`, `a:` keys, see
- * lua/includes/broker.lua), merged newest first.
+ * lua/README.md), merged newest first.
  */
 export async function listQueueMessages(
   backend: RedisBackend,

@@ -1,34 +1,18 @@
---[[
-  Acknowledgements: repeat detection (answers under a lease), ack_verdict (the rules of one
-  ack), check_ack (the transaction check phase) and ack_many (the one ack implementation).
-  Part of lua/includes/broker.lua (included from there, after what it uses).
-]]
-
--- What an ack asks for, for repeat detection: completed and success are one answer, failed
--- and retry another; dlq its own.
-local function ack_class(status)
-  if status == 'completed' or status == 'success' then return 'done' end
-  if status == 'dlq' then return 'dlq' end
-  return 'failed'
-end
-
--- The field of an ack's answer under its lease: the message as the client names it
--- (partition id, transactionId), so a retry is recognised even after retention removed the
--- message (completedRetentionSeconds 0).
-local function answer_field(p, txn)
-  return p .. '\n' .. txn
-end
-
--- The answer recorded under lease for the ack of (p, txn) (false if none): 'done:0', 'failed:1'...
-local function ack_memo(base, lease, p, txn)
-  if lease == '' then return false end
-  return redis.call('HGET', base .. 'la:' .. lease, answer_field(p, txn))
-end
-
--- How long (ms) after the last ack under a lease its answers are kept: a resend comes within
--- ms, a client retry after a reset within seconds; a fixed window keeps the memory at about
--- (leases acked per second) x 60 small hashes, whatever the leaseTime.
-local ANSWER_MEMORY_MS = 60000
+--@include ack-verdict
+--@include advance-state
+--@include age-horizon
+--@include answer-memory
+--@include call-chunked
+--@include ckey
+--@include completed-trim-at
+--@include dead-letter
+--@include fail-attempt
+--@include id-numbers
+--@include position
+--@include release-lease
+--@include reschedule
+--@include resolve
+--@include schedule-trim
 
 -- The answers ack_repeat reads back, by class and dlq (0/1): built once, not per ack.
 local ANSWERS = {
@@ -36,161 +20,6 @@ local ANSWERS = {
   failed = { [0] = 'failed:0', [1] = 'failed:1' },
   dlq = { [0] = 'dlq:0', [1] = 'dlq:1' },
 }
-
---[[
-  Whether an ack repeats one already applied (a client retry, or ioredis resending a script
-  whose reply was lost). Returns false when it does not, else err (nil: a repeat, answered as
-  a success flagged `repeat`) and dlq (what the first answer reported). With a lease, the
-  answer recorded under it decides (same status class: repeat; another: refused); without
-  one the lease check follows, so a stale consumer is still told its lease expired. Without a
-  lease, a resolved message repeats a completed/success ack (other statuses cannot be told
-  apart from a conflicting answer and fall through to 'Message already acknowledged').
-]]
-local function ack_repeat(lease, memo, status, resolved)
-  if memo then
-    local class, dlq = string.match(memo, '^(%a+):(%d)$')
-    if class == ack_class(status) then return true, nil, tonumber(dlq) end
-    return true, 'Message already acknowledged', 0
-  end
-  if lease == '' and resolved and ack_class(status) == 'done' then return true, nil, 0 end
-  return false
-end
-
---[[
-  The rules of one ack, before anything is written (ack_many applies them to every ack, the
-  transaction script checks its acks with them through check_ack). Returns nil when the ack
-  is to be applied, else its answer { ok, err, released, dlq, repeat }: a refusal, or a repeat
-  of an ack already applied. memo: the answer recorded under its lease (false if none); found:
-  the message is retained; resolved: group g resolved it; held, exp: the lease group g holds
-  on the partition and its expiry.
-]]
-local function ack_verdict(lease, status, memo, found, resolved, held, exp, now)
-  if not found then
-    -- Retention may have removed the message since the answer was recorded.
-    if not memo then return { 0, 'Message not found', 0, 0, 0 } end
-    resolved = true
-  end
-  local seen, err, dlq = ack_repeat(lease, memo, status, resolved)
-  if seen then
-    if err then return { 0, err, 0, 0, 0 } end
-    return { 1, '', 0, dlq, 1 }
-  end
-  if lease ~= '' and (held ~= lease or exp <= now) then return { 0, 'Invalid or expired lease', 0, 0, 0 } end
-  if resolved then return { 0, 'Message already acknowledged', 0, 0, 0 } end
-  return nil
-end
-
--- Checks an ack without changing anything (ack_verdict on the stored state). Returns id (the
--- transactionId when retention removed the message), or nil and the refusal.
-local function check_ack(base, p, g, txn, lease, status, now)
-  local memo = ack_memo(base, lease, p, txn)
-  local d = redis.call('HGET', base .. 'd:' .. p, txn)
-  local id, resolved, st = txn, false, {}
-  -- Retention may have removed the message since the answer was recorded; a partition that
-  -- is gone (its queue deleted) has no messages to answer for, as in process.
-  if not d and memo and redis.call('HEXISTS', base .. 'parts', p) == 0 then memo = false end
-  if d then
-    id = string.match(d, '^(%S+)')
-    local pos = position(base, p, g)
-    resolved = id_cmp(id, pos) <= 0 or redis.call('SISMEMBER', base .. 'a:' .. p .. ':' .. g, id) == 1
-    st = redis.call('HMGET', ckey(base, p, g), 'lease', 'exp')
-  end
-  local verdict = ack_verdict(lease, status, memo, d, resolved, st[1] or false, tonumber(st[2] or '0'), now)
-  if verdict and verdict[1] == 0 then return nil, verdict[2] end
-  return id, nil
-end
-
--- The two numbers of stream id `id`, and their order as id_cmp orders ids: an ack batch parses
--- each id once, and its consumer's pos and upto once (id_cmp parsed both sides per call).
-local function id_numbers(id)
-  local dash = string.find(id, '-', 1, true)
-  return tonumber(string.sub(id, 1, dash - 1)), tonumber(string.sub(id, dash + 1))
-end
-
-local function numbers_cmp(am, as, bm, bs)
-  if am ~= bm then
-    if am < bm then return -1 else return 1 end
-  end
-  if as == bs then return 0 elseif as < bs then return -1 else return 1 end
-end
-
--- Calls `command chunked_key members...` in chunks (Lua's unpack has a bounded stack). The name
--- `chunked_key` is kept for keys only (test/lua-keys.ts follows key names across the script).
-local function call_chunked(command, chunked_key, members)
-  for s = 1, #members, 1000 do
-    redis.call(command, chunked_key, unpack(members, s, math.min(s + 999, #members)))
-  end
-end
-
--- Moves one consumer state's pos over resolved ids, once for a whole ack batch: entries
--- resolved in this batch (st.resolved) or before it (the set a:, only read when not empty).
-local function advance_state(base, st)
-  local pending = st.acount + st.fresh
-  if pending == 0 then return end
-  local stream = base .. 's:' .. st.p
-  local pos = st.pos
-  local from = '(' .. pos
-  local passed, srem = {}, {}
-  while pending > 0 do
-    -- pos moves over at most `pending` entries: read no more than that.
-    local entries = redis.call('XRANGE', stream, from, '+', 'COUNT', math.min(pending, 256))
-    if #entries == 0 then break end
-    local stop = false
-    for _, e in ipairs(entries) do
-      local id = e[1]
-      if st.resolved[id] then
-        if st.inset[id] then srem[#srem + 1] = id end
-      elseif st.acount > 0 and redis.call('SISMEMBER', st.aset, id) == 1 then
-        srem[#srem + 1] = id
-      else
-        stop = true
-        break
-      end
-      pos = id
-      passed[#passed + 1] = id
-      pending = pending - 1
-    end
-    if stop then break end
-    from = '(' .. pos
-  end
-  if #passed == 0 then return end
-  st.pos = pos
-  st.passed = {}
-  for _, id in ipairs(passed) do st.passed[id] = true end
-  call_chunked('SREM', st.aset, srem)
-  local rc = base .. 'rc:' .. st.p .. ':' .. st.g
-  if redis.call('EXISTS', rc) == 1 then call_chunked('HDEL', rc, passed) end
-  redis.call('HSET', st.ck, 'pos', pos)
-end
-
---[[
-  The fast path of advance_state: an ack batch that completed every message of a whole lease
-  moves pos to the lease's `upto` without reading the entries back (the XRANGE of the whole
-  batch was ~200 of the ~700 µs of an ack of 100, docs/benchmarks.md "Round 2"). Returns false,
-  changing nothing, where that is not provably what advance_state does; the caller then runs it.
-  Taken when the pop's record `from` names the current lease and pos (pos has not moved since
-  that pop), nothing is resolved ahead of pos (a: empty before and after the batch) and the
-  batch completed st.n distinct messages, each under the valid lease (after pos, up to upto).
-  Why the result is advance_state's: when the lease was taken, every entry in (pos, upto] was
-  leased (st.n of them) or in a: (pop-1.lua). Since then no entry entered that range (XADD
-  only appends), and each one that left a: left the stream (forget_entry, create_group,
-  retention) or was passed by pos (advance, advance_state, retention: pos only moves forward,
-  a seek deletes c:<p>:<g> and its record with it). So the range holds at most st.n entries;
-  the batch completed st.n distinct retained ones in it (a dedup entry is deleted with its
-  message), so it holds exactly those: advance_state would read them, pass them all (nothing
-  in a: to remove) and stop at upto, clearing their retry counts.
-]]
-local function advance_whole_lease(base, st)
-  if not st.leased_from or st.leased_from ~= st.lease_at_read .. ' ' .. st.pos then return false end
-  if st.acount > 0 or st.fresh ~= st.n or st.fresh_leased ~= st.n then return false end
-  st.pos = st.upto
-  st.passed = {}
-  for _, id in ipairs(st.fresh_ids) do st.passed[id] = true end
-  local rc = base .. 'rc:' .. st.p .. ':' .. st.g
-  if redis.call('EXISTS', rc) == 1 then call_chunked('HDEL', rc, st.fresh_ids) end
-  redis.call('HSET', st.ck, 'pos', st.pos)
-  return true
-end
 
 --[[
   Applies acks of one queue in order: the one ack implementation (lua/ack-1.lua calls it with

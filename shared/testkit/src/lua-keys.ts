@@ -1,12 +1,12 @@
 /*
- * The key discipline of Lua scripts on Redis Cluster (issue #12; docs/broker.md "Redis
+ * The key discipline of Lua scripts on Redis Cluster (issue #12; docs/broker-topologies.md "Redis
  * topologies"): every key a script touches is a declared KEYS[i], or that text with a suffix
  * appended (`KEYS[1] .. 's:' .. p`), so the key keeps the declared key's hash tag and lives in
  * the slot the call was routed to. A key built from ARGV, a literal or anything else is refused.
  *
- * Reusable by any service: `scanScriptKeys(name, source)` checks one script's text (after
- * `--@include` expansion), `scanScriptDirectory(directory)` every `<name>-<n>.lua` of a
- * directory as the loader reads it. The analysis is a whole-script fixpoint over names (not
+ * The one checker of both services (the hub's scripts and the broker's): `scanScriptKeys(name,
+ * source)` checks one script's text (after `--@include` expansion), `scanScripts(scripts)` every
+ * script of a set as `loadScripts` (@herald/redis) gives it. The analysis is a whole-script fixpoint over names (not
  * scopes): a variable, function parameter, table field or function result counts as
  * key-derived only when every value ever bound to that name is key-derived. That is
  * conservative (reusing a name for a non-key value elsewhere in the script makes its key uses
@@ -15,8 +15,8 @@
  * move them) is the caller's side, checked where scripts are called (the broker's
  * BROKER_REDIS_ONE_SLOT check, slots.test.ts).
  */
-import { type LoadScriptsOptions, loadScripts } from '@herald/redis';
-import luaparse from 'luaparse';
+import type luaparse from 'luaparse';
+import { type LoadedScript, parseLua, walk } from './lua-tree.js';
 
 export interface KeyViolation {
   readonly script: string;
@@ -29,13 +29,14 @@ type Node = luaparse.Node;
 type Expression = luaparse.Expression;
 
 /** Commands without a key argument. */
-const NO_KEY = new Set(['TIME', 'PING', 'ECHO', 'PUBLISH', 'INFO']);
+const NO_KEY = new Set(['TIME', 'PING', 'ECHO', 'INFO']);
 /** Commands whose every argument is a key. */
 const ALL_KEYS = new Set(['DEL', 'UNLINK', 'EXISTS', 'MGET', 'TOUCH', 'SINTER', 'SUNION', 'SDIFF', 'WATCH']);
 /**
- * Commands whose first argument is the key (or, for SPUBLISH, the shard channel, which must hash
- * to the script's slot as a key does). A command outside these tables fails the scan: add it
- * with its key positions rather than guess.
+ * Commands whose first argument is the key (or, for PUBLISH and SPUBLISH, the channel: declared
+ * as a key so a Cluster routes the call to the shard owning it, as the hub's publish-4.lua
+ * does). A command outside these tables fails the scan: add it with its key positions rather
+ * than guess.
  */
 const FIRST_KEY = new Set(
   (
@@ -46,7 +47,7 @@ const FIRST_KEY = new Set(
     'ZADD ZREM ZCARD ZSCORE ZMSCORE ZINCRBY ZRANK ZREVRANK ZRANGE ZREVRANGE ZRANGEBYSCORE ' +
     'ZREVRANGEBYSCORE ZREMRANGEBYSCORE ZREMRANGEBYRANK ZCOUNT ZPOPMIN ZPOPMAX ZSCAN ' +
     'LPUSH RPUSH LPOP RPOP LLEN LRANGE LTRIM LINDEX LREM LSET ' +
-    'XADD XRANGE XREVRANGE XLEN XDEL XTRIM XACK XCLAIM XAUTOCLAIM XPENDING XINFO SPUBLISH'
+    'XADD XRANGE XREVRANGE XLEN XDEL XTRIM XACK XCLAIM XAUTOCLAIM XPENDING XINFO PUBLISH SPUBLISH'
   ).split(' '),
 );
 
@@ -73,19 +74,6 @@ function callArguments(node: Node): Expression[] {
   if (node.type === 'StringCallExpression') return [node.argument];
   if (node.type === 'TableCallExpression') return [node.arguments];
   return [];
-}
-
-/** Every node of a tree, parents before children. */
-function walk(node: Node, visit: (node: Node) => void): void {
-  visit(node);
-  for (const value of Object.values(node)) {
-    if (Array.isArray(value)) {
-      for (const item of value)
-        if (item && typeof item === 'object' && 'type' in item) walk(item as Node, visit);
-    } else if (value && typeof value === 'object' && 'type' in value) {
-      walk(value as Node, visit);
-    }
-  }
 }
 
 interface Bindings {
@@ -250,7 +238,7 @@ function describe(source: string, expression: Expression): string {
 
 /** The redis.call/pcall sites of one script whose key arguments are not derived from KEYS. */
 export function scanScriptKeys(script: string, source: string): KeyViolation[] {
-  const chunk = luaparse.parse(source, { locations: true, ranges: true, luaVersion: '5.1' });
+  const chunk = parseLua(source);
   const derived = keyDerivation(collectBindings(chunk));
   const violations: KeyViolation[] = [];
   walk(chunk, (node) => {
@@ -266,7 +254,11 @@ export function scanScriptKeys(script: string, source: string): KeyViolation[] {
       if (NO_KEY.has(command)) keys = [];
       else if (ALL_KEYS.has(command)) keys = rest;
       else if (FIRST_KEY.has(command)) keys = rest.slice(0, 1);
-      else return report(command, `unknown command ${command}: add its key positions to lua-keys.ts`);
+      else
+        return report(
+          command,
+          `unknown command ${command}: add its key positions to @herald/testkit lua-keys.ts`,
+        );
     } else {
       // A command chosen at run time (a chunked helper): its first argument is taken as the key.
       command = `<${describe(source, commandArgument)}>`;
@@ -282,9 +274,7 @@ export function scanScriptKeys(script: string, source: string): KeyViolation[] {
   return violations;
 }
 
-/** Every `<name>-<n>.lua` of a directory, `--@include`s expanded as the loader does (on `options.clock`). */
-export function scanScriptDirectory(directory: string, options: LoadScriptsOptions = {}): KeyViolation[] {
-  return [...loadScripts(directory, options).values()].flatMap((script) =>
-    scanScriptKeys(script.name, script.source),
-  );
+/** Every script of a set, `--@include`s expanded (a `ScriptSet`'s values from `loadScripts`). */
+export function scanScripts(scripts: Iterable<LoadedScript>): KeyViolation[] {
+  return [...scripts].flatMap((script) => scanScriptKeys(script.name, script.source));
 }

@@ -1,7 +1,8 @@
---[[
-  push_items: dedup and maxSize (the caller refuses unsealed payloads first: clear_on_sealed_queue).
-  Part of lua/includes/broker.lua (included from there, after what it uses).
-]]
+--@include age-horizon
+--@include entry-id
+--@include fmt
+--@include queue-depth
+--@include schedule-trim
 
 -- Appends the items of one queue. items: list of {p, pid, txn, mid, trace, data, sub}.
 -- Returns per item {status, messageId} (status 1 queued, 0 duplicate) or nil, size when full.
