@@ -1,5 +1,5 @@
 // Lease extension at the edge (POST /api/v1/lease/:leaseId/extend): parses the seconds and asks
-// the storage, which extends (redis/leases.ts, lua/extendLease-1.lua).
+// the storage, which extends (redis/leases.ts, lua/extend-lease-1.lua).
 import type { BrokerContext } from './context.js';
 import { invalidRequest } from './errors.js';
 import type { LeaseExtension } from './storage.js';

@@ -229,7 +229,7 @@ describe('broker scripts under a lost reply (redis)', () => {
     await api.configure(queue, { leaseTime: 30 });
     await api.push([{ queue, payload: 1 }]);
     const popped = (await api.pop(queue)).body;
-    const lost = proxy.loseNextReply(script('extendLease'));
+    const lost = proxy.loseNextReply(script('extend-lease'));
     const reply = await api.call('POST', `/api/v1/lease/${popped.leaseId}/extend`, { seconds: 120 });
     await lost;
     assert.equal(reply.body[0].success, true);
@@ -243,7 +243,7 @@ describe('broker scripts under a lost reply (redis)', () => {
     const direct = new Redis(server.url);
     try {
       assert.ok(await direct.hget(`${prefix}pid`, partitionId), 'indexed after the push');
-      const lost = proxy.loseNextReply(script('deleteQueue'));
+      const lost = proxy.loseNextReply(script('delete-queue'));
       const reply = await api.call('DELETE', `/api/v1/resources/queues/${encodeURIComponent(queue)}`);
       await lost;
       assert.ok(reply.status < 300, String(reply.status));
@@ -257,7 +257,7 @@ describe('broker scripts under a lost reply (redis)', () => {
     const queue = await queueOnClock('resend-delmsg');
     const pushed = await api.push([{ queue, payload: 1, transactionId: 'gone' }]);
     const partitionId = pushed.body[0].partition_id ?? pushed.body[0].partitionId;
-    const lost = proxy.loseNextReply(script('deleteMessage'));
+    const lost = proxy.loseNextReply(script('delete-message'));
     const reply = await api.call('DELETE', `/api/v1/messages/${partitionId}/gone`);
     await lost;
     assert.equal(reply.status, 200);
@@ -269,7 +269,7 @@ describe('broker scripts under a lost reply (redis)', () => {
     const queue = await queueOnClock('resend-delgroup');
     await api.push([{ queue, payload: 1 }]);
     assert.equal((await api.pop(queue, 'consumerGroup=g1')).status, 200);
-    const lost = proxy.loseNextReply(script('deleteGroup'));
+    const lost = proxy.loseNextReply(script('delete-group'));
     const reply = await api.call('DELETE', `/api/v1/consumer-groups/g1/queues/${encodeURIComponent(queue)}`);
     await lost;
     assert.equal(reply.status, 200, JSON.stringify(reply.body));
@@ -302,7 +302,7 @@ describe('broker scripts under a lost reply (redis)', () => {
     const message = (await api.pop(queue)).body.messages[0];
     await api.ack({ ...message, status: 'failed' });
     const [letter] = (await api.call('GET', `/api/v1/dlq?queue=${encodeURIComponent(queue)}`)).body.messages;
-    const lost = proxy.loseNextReply(script('requeueDlq'));
+    const lost = proxy.loseNextReply(script('requeue-dlq'));
     const reply = await api.call('POST', '/api/v1/dlq/requeue', { queue, dlqIds: [letter.dlqId] });
     await lost;
     assert.equal(reply.body.requeued, 1, JSON.stringify(reply.body));
@@ -322,7 +322,7 @@ describe('broker scripts under a lost reply (redis)', () => {
     // Past the lease: a sweep that reaches Redis from now on (after the clock's write) has an
     // attempt to count.
     await clock.advance(1001);
-    await proxy.loseNextReply(script('sweepLeases'));
+    await proxy.loseNextReply(script('sweep-leases'));
     const again = await api.pop(queue);
     assert.equal(again.status, 200);
     assert.equal(again.body.messages[0].retryCount, 1);

@@ -1,6 +1,6 @@
 /*
  * Dead letters on the Redis backend: the `dlq` stream (written by dead_letter in
- * lua/includes/dead-letter.lua), listed with plain commands and requeued by lua/requeueDlq-1.lua.
+ * lua/includes/dead-letter.lua), listed with plain commands and requeued by lua/requeue-dlq-1.lua.
  */
 import { newId, streamIdTime } from '../identifiers.js';
 import type { DeadLetter } from '../storage.js';
@@ -65,7 +65,7 @@ export async function requeueDeadLetters(
   for (let start = 0; start < dlqIds.length; start += REQUEUE_CHUNK) {
     const args: string[] = [];
     for (const id of dlqIds.slice(start, start + REQUEUE_CHUNK)) args.push(id, newId());
-    count += await backend.run<number>('requeueDlq', [base], args);
+    count += await backend.run<number>('requeue-dlq', [base], args);
   }
   if (count > 0) backend.notify([queue]);
   return count;

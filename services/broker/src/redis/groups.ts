@@ -1,6 +1,6 @@
 /*
  * Consumer groups on the Redis backend: listing (the `groups` hash), lua/seek-1.lua and
- * lua/deleteGroup-1.lua.
+ * lua/delete-group-1.lua.
  */
 import { positionBefore } from '../identifiers.js';
 import type { SeekTarget } from '../storage.js';
@@ -33,5 +33,5 @@ export async function deleteGroup(backend: RedisBackend, queue: string, group: s
   const base = backend.base(queue);
   // Read first as well: a resent script (its first reply lost) finds no group and answers 0.
   const existed = await backend.redis.hexists(`${base}groups`, encode(group));
-  return (await backend.run<number>('deleteGroup', [base], [encode(group)])) === 1 || existed === 1;
+  return (await backend.run<number>('delete-group', [base], [encode(group)])) === 1 || existed === 1;
 }

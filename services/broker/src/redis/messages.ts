@@ -1,5 +1,5 @@
 /*
- * Message reads and deletion on the Redis backend (plain commands, but lua/deleteMessage-1.lua):
+ * Message reads and deletion on the Redis backend (plain commands, but lua/delete-message-1.lua):
  * listing, lookup by id, and Queen's queue-mode status view.
  */
 import { streamIdTime } from '../identifiers.js';
@@ -188,6 +188,6 @@ export async function deleteMessage(
   const base = backend.base(queue);
   // Read first as well: a resent script (its first reply lost) finds nothing and answers 0.
   const existed = await backend.redis.hexists(`${base}d:${encode(partition)}`, transactionId);
-  const deleted = await backend.run<number>('deleteMessage', [base], [encode(partition), transactionId]);
+  const deleted = await backend.run<number>('delete-message', [base], [encode(partition), transactionId]);
   return deleted === 1 || existed === 1;
 }

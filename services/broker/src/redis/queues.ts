@@ -1,6 +1,6 @@
 /*
  * Queues on the Redis backend: configure (the `cfg` hash, lua/configure-1.lua), listing, lookup
- * and lua/deleteQueue-1.lua.
+ * and lua/delete-queue-1.lua.
  */
 import { namespaceAndTask } from '../identifiers.js';
 import { DEFAULT_QUEUE_OPTIONS, type QueueInfo, type QueueOptions } from '../storage.js';
@@ -64,7 +64,7 @@ export async function deleteQueue(backend: RedisBackend, queue: string): Promise
   // Read first as well: a resent script (its first reply lost) returns no ids, and the first
   // run's would stay in the global index.
   const known = await backend.redis.hvals(`${base}parts`);
-  const ids = [...new Set([...known, ...(await backend.run<string[]>('deleteQueue', [base], []))])];
+  const ids = [...new Set([...known, ...(await backend.run<string[]>('delete-queue', [base], []))])];
   await backend.registry.remove(queue, ids);
   await backend.redis.hdel(backend.key('stats'), queue);
   return exists === 1;
