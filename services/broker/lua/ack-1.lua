@@ -1,13 +1,13 @@
 --[[
   Applies acknowledgements for one queue, in order.
-  KEYS[1]  base: <prefix>{<queue>}: (every key the script touches is this text plus a suffix)
-  ARGV[1..] acks, 6 entries each: partition (URI-encoded), group (URI-encoded), transactionId,
-           status (completed|success|failed|retry|dlq), leaseId ('' = no lease check), error
+  KEYS[1]   base: <prefix>{<queue>}: (every key the script touches is this text plus a suffix)
+  ARGV[1..] acks: 6 entries each: partition (URI-encoded), group (URI-encoded), transactionId,
+            status (completed|success|failed|retry|dlq), leaseId ('' = no lease check), error
   Returns per ack { success (1/0), error or '', leaseReleased (1/0), dlq (1/0), repeat (1/0) }.
-  Resend-safe (shared/redis/README.md): an ack already applied is answered again as a success
-  flagged repeat without being applied twice (under a lease: the answer recorded in
-  la:<leaseId>; without one: a resolved message repeats a completed/success ack). A repeat
-  changes no state, so a resent batch never moves pos again (whole lease or not:
+  Resend-safe: per request id (shared/redis/README.md). An ack already applied is answered again
+  as a success flagged repeat without being applied twice (under a lease: the answer recorded in
+  la:<leaseId>; without one: a resolved message repeats a completed/success ack). A repeat changes
+  no state, so a resent batch never moves pos again (whole lease or not:
   services/broker/test/ack-whole-lease.test.ts applies one twice).
 ]]
 --@include ack-many

@@ -1,10 +1,10 @@
 --[[
   Removes a consumer group's state from one queue.
-  KEYS[1]  base: <prefix>{<queue>}: (every key the script touches is this text plus a suffix)
-  ARGV[1]  group (URI-encoded)
+  KEYS[1]   base: <prefix>{<queue>}: (every key the script touches is this text plus a suffix)
+  ARGV[1]   group: the group (URI-encoded)
   Returns 1 if the group existed in this queue, else 0.
-  Resend-safe for its effects (the group is gone either way); a second run answers 0, so the
-  caller also checks existence before the call (redis/groups.ts deleteGroup).
+  Resend-safe: naturally for its effects (the group is gone either way); a second run answers 0,
+  so the caller also checks existence before the call (redis/groups.ts deleteGroup).
 ]]
 --@include age-horizon
 --@include ckey

@@ -1,11 +1,11 @@
 --[[
   Deletes one message (by partition and transactionId) from a queue.
-  KEYS[1]  base: <prefix>{<queue>}: (every key the script touches is this text plus a suffix)
-  ARGV[1]  partition (URI-encoded)
-  ARGV[2]  transactionId
+  KEYS[1]   base: <prefix>{<queue>}: (every key the script touches is this text plus a suffix)
+  ARGV[1]   partition: the message's partition (URI-encoded)
+  ARGV[2]   transactionId: the message's transactionId
   Returns 1 when deleted, 0 when not found.
-  Resend-safe for its effects (the message is gone either way); a second run answers 0, so the
-  caller also checks existence before the call (redis/messages.ts deleteMessage).
+  Resend-safe: naturally for its effects (the message is gone either way); a second run answers 0,
+  so the caller also checks existence before the call (redis/messages.ts deleteMessage).
 ]]
 --@include forget-entry
 

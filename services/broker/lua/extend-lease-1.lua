@@ -1,11 +1,11 @@
 --[[
   Extends every (partition, group) lease held under one leaseId; never shortens.
-  KEYS[1]  base: <prefix>{<queue>}: (every key the script touches is this text plus a suffix)
-  ARGV[1]  leaseId
-  ARGV[2]  seconds
+  KEYS[1]   base: <prefix>{<queue>}: (every key the script touches is this text plus a suffix)
+  ARGV[1]   leaseId: the lease to extend
+  ARGV[2]   seconds: the lease's new time from now
   Returns { 1, expiresAt } or { 0, error }.
-  Resend-safe: naturally; a lease is never shortened, so a second run moves the expiry to the
-  same target again (a few ms later at most) and answers success.
+  Resend-safe: naturally; a lease is never shortened, so a second run moves the expiry to the same
+  target again (a few ms later at most) and answers success.
 ]]
 --@include ckey
 --@include clock

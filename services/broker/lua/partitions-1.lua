@@ -1,12 +1,12 @@
 --[[
   Per-partition state of one queue, for the detailed views (queue detail, a consumer group's
   partitions, lagging partitions; docs/broker-queen.md "Queen compatibility"). Reads only.
-  KEYS[1]  base: <prefix>{<queue>}: (every key the script touches is this text plus a suffix)
-  ARGV[1]  partitions read at most (in the order of the parts hash)
-  ARGV[2]  entries counted at most per partition and group (the lag is a lower bound beyond)
-  ARGV[3]  dead letters read at most, newest first (counted per partition)
-  ARGV[4]  entries counted at most in all (then one per partition and group: its oldest), so
-           one call stays short whatever the backlog
+  KEYS[1]   base: <prefix>{<queue>}: (every key the script touches is this text plus a suffix)
+  ARGV[1]   limit: partitions read at most (in the order of the parts hash)
+  ARGV[2]   cap: entries counted at most per partition and group (the lag is a lower bound beyond)
+  ARGV[3]   deadRead: dead letters read at most, newest first (counted per partition)
+  ARGV[4]   budget: entries counted at most in all (then one per partition and group: its
+            oldest), so one call stays short whatever the backlog
   Returns { { partition (URI-encoded), partitionId, retained, oldestMs, newestMs (0: none),
               deadLetters, { { group (URI-encoded), lag, oldestPendingMs (0: none),
                                leaseActive (0|1), leased (unanswered messages of the lease) }... }

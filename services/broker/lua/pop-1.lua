@@ -1,18 +1,18 @@
 --[[
   Leases up to `batch` messages of one queue for one consumer group.
-  KEYS[1]  base: <prefix>{<queue>}: (every key the script touches is this text plus a suffix)
-  ARGV[1]  group (URI-encoded)
-  ARGV[2]  partition (URI-encoded), '' for any partition
-  ARGV[3]  batch: global cap on delivered messages
-  ARGV[4]  maxPartitions: partitions one call may lease (wildcard pop)
-  ARGV[5]  leaseId for this pop
-  ARGV[6]  subscription start for a new group: '0-0' (all) or a position ('<ms-1>-<max>')
+  KEYS[1]   base: <prefix>{<queue>}: (every key the script touches is this text plus a suffix)
+  ARGV[1]   group: the consumer group (URI-encoded)
+  ARGV[2]   partition: the partition (URI-encoded), '' for any partition
+  ARGV[3]   batch: global cap on delivered messages
+  ARGV[4]   maxPartitions: partitions one call may lease (wildcard pop)
+  ARGV[5]   leaseId: the lease id for this pop (chosen by the node)
+  ARGV[6]   start: subscription start for a new group: '0-0' (all) or a position ('<ms-1>-<max>')
   Returns { nextReadyAt, { partition, partitionId, leaseId, expiresAt, { {streamId, messageId,
   transactionId, traceId, data, producerSub, retryCount}... } }... }. nextReadyAt (ms, 0 if none)
   tells a parked long-poll when a delayed, retried or leased partition becomes poppable.
-  Resend-safe (shared/redis/README.md): the node picks the lease id before the call, so a second
-  run with the same ARGV finds `lease:<leaseId>` already holding partitions and answers the
-  messages the first run leased, without leasing again or counting an attempt.
+  Resend-safe: per request id (shared/redis/README.md). The node picks the lease id before the
+  call, so a second run with the same ARGV finds `lease:<leaseId>` already holding partitions and
+  answers the messages the first run leased, without leasing again or counting an attempt.
 ]]
 --@include advance
 --@include ckey

@@ -1,16 +1,16 @@
 --[[
   Appends messages to the partitions of one queue, with dedup by (partition, transactionId).
-  KEYS[1]  base: <prefix>{<queue>}: (every key the script touches is this text plus a suffix)
-  ARGV[1]  namespace (stored when the queue is created)
-  ARGV[2]  task
-  ARGV[3..] items, 7 entries each: partition (URI-encoded), partitionId, transactionId,
-           messageId, traceId, data (JSON text), producerSub
+  KEYS[1]   base: <prefix>{<queue>}: (every key the script touches is this text plus a suffix)
+  ARGV[1]   namespace: stored when the queue is created
+  ARGV[2]   task: stored when the queue is created
+  ARGV[3..] items: 7 entries each: partition (URI-encoded), partitionId, transactionId,
+            messageId, traceId, data (JSON text), producerSub
   Returns { 'OK', {status, messageId}... } (status 1 queued, 0 duplicate) or
   { 'FULL', size, maxSize } when maxSize would be exceeded, or { 'CLEAR' } when the queue has
   encryptionEnabled and an item's payload is not sealed (nothing written either way).
-  Resend-safe (shared/redis/README.md): dedup by transactionId; an item found stored under its
-  own messageId (generated per request by the node) is this request's first run: 'queued'.
-  A refusal (FULL, CLEAR) writes nothing, so a resend refuses again.
+  Resend-safe: per request id (shared/redis/README.md). Dedup by transactionId; an item found
+  stored under its own messageId (generated per request by the node) is this request's first run:
+  'queued'. A refusal (FULL, CLEAR) writes nothing, so a resend refuses again.
 ]]
 --@include clear-on-sealed-queue
 --@include clock

@@ -1,12 +1,12 @@
 --[[
   Gives back a lease without counting an attempt (the pop's client went away before the
   response was written, so nothing was delivered).
-  KEYS[1]  base: <prefix>{<queue>}: (every key the script touches is this text plus a suffix)
-  ARGV[1]  leaseId
+  KEYS[1]   base: <prefix>{<queue>}: (every key the script touches is this text plus a suffix)
+  ARGV[1]   leaseId: the lease to give back
   ARGV[2..] pairs: partition (URI-encoded), group (URI-encoded)
   Returns the number of leases released.
-  Resend-safe: a second run finds the leases no longer held by leaseId and changes nothing
-  (it returns 0; the caller ignores the count).
+  Resend-safe: naturally; a second run finds the leases no longer held by leaseId and changes
+  nothing (it returns 0; the caller ignores the count).
 ]]
 --@include ckey
 --@include clock

@@ -1,12 +1,12 @@
 --[[
   Moves dead letters back into their partition as new messages (same transactionId, payload,
   trace and producer; a new message id). Every group of the queue sees the requeued message.
-  KEYS[1]  base: <prefix>{<queue>}: (every key the script touches is this text plus a suffix)
+  KEYS[1]   base: <prefix>{<queue>}: (every key the script touches is this text plus a suffix)
   ARGV[1..] pairs: dead-letter stream id, new messageId
   Returns the number requeued.
-  Resend-safe: per request id. The first new messageId (fresh per call) names the call: the
-  count is kept under <base>rq:<messageId> for ANSWER_MEMORY_MS, and a second run answers it
-  without touching anything (the dead letters are gone by then anyway).
+  Resend-safe: per request id. The first new messageId (fresh per call) names the call: the count
+  is kept under <base>rq:<messageId> for ANSWER_MEMORY_MS, and a second run answers it without
+  touching anything (the dead letters are gone by then anyway).
 ]]
 --@include age-horizon
 --@include answer-memory

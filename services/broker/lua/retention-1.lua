@@ -12,13 +12,13 @@
   still ack it; the partition is looked at again a second later. A deleted prefix of the
   stream goes with XTRIM MINID (frees whole stream nodes), evicted messages behind kept
   completed ones with XDEL. Groups behind a deleted range move past it.
-  KEYS[1]  base: <prefix>{<queue>}: (every key the script touches is this text plus a suffix)
-  ARGV[1]  limit: partitions handled per call
-  ARGV[2]  maximum entries deleted per partition per call
-  ARGV[3]  maximum entries deleted per call (partitions after it stay due)
+  KEYS[1]   base: <prefix>{<queue>}: (every key the script touches is this text plus a suffix)
+  ARGV[1]   limit: partitions handled per call
+  ARGV[2]   perPartition: maximum entries deleted per partition per call
+  ARGV[3]   perCall: maximum entries deleted per call (partitions after it stay due)
   Returns { deleted, more }: more is 1 when partitions are still due now (call again).
-  Resend-safe: naturally; cuts are by time and position, so a second run deletes only what
-  became due in between, and counters (size, pending:<g>) move only for entries it deletes.
+  Resend-safe: naturally; cuts are by time and position, so a second run deletes only what became
+  due in between, and counters (size, pending:<g>) move only for entries it deletes.
 ]]
 --@include call-chunked
 --@include ckey

@@ -2,15 +2,15 @@
   Moves a consumer group's position in one queue (all partitions, or one) to the end or to a
   timestamp; clears its leases, resolved sets and retry counts there (replay or skip), and has
   retention look at the moved partitions.
-  KEYS[1]  base: <prefix>{<queue>}: (every key the script touches is this text plus a suffix)
-  ARGV[1]  group (URI-encoded)
-  ARGV[2]  partition (URI-encoded), '' for every partition
-  ARGV[3]  target: 'end' or a position ('<ms-1>-<max>' = from that time on)
+  KEYS[1]   base: <prefix>{<queue>}: (every key the script touches is this text plus a suffix)
+  ARGV[1]   group: the consumer group (URI-encoded)
+  ARGV[2]   partition: the partition (URI-encoded), '' for every partition
+  ARGV[3]   target: 'end' or a position ('<ms-1>-<max>' = from that time on)
   Returns the number of partitions moved.
   Resend-safe: naturally; a second run sets the same positions again (for 'end': the end, which
-  includes only messages pushed in between) and clears the same state; the group's pending
-  count moves by (backlog after) - (backlog before), 0 the second time; the trim schedule
-  (ZADD LT now) is already due.
+  includes only messages pushed in between) and clears the same state; the group's pending count
+  moves by (backlog after) - (backlog before), 0 the second time; the trim schedule (ZADD LT now)
+  is already due.
 ]]
 --@include ckey
 --@include clock

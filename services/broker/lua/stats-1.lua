@@ -2,15 +2,15 @@
   Snapshot of one queue for metrics and status routes, without walking every partition:
   each group's backlog (pending:<g>, what maxSize compares with), oldest pending age sampled
   from the first `sample` ready partitions of each group.
-  KEYS[1]  base: <prefix>{<queue>}: (every key the script touches is this text plus a suffix)
-  ARGV[1]  sample
-  ARGV[2]  leases read at most (their batch sizes and answered messages are counted)
+  KEYS[1]   base: <prefix>{<queue>}: (every key the script touches is this text plus a suffix)
+  ARGV[1]   sample: ready partitions sampled per group for the oldest pending age
+  ARGV[2]   leases: leases read at most (their batch sizes and answered messages are counted)
   Returns { pushed, size, dlq, expiries, partitions, oldestPendingMs (0 if none), leased,
             { { group, resolved, pending, partitionsWithLag (its ready set),
                 oldestPendingMs (0 if none), start position }... }, now, leasedBatch (messages
             of active leases), leasedAnswered (of them, answered) }
-  Writes nothing but, once for a queue stored by an earlier release, its groups' backlog count
-  (ensure_backlog): a resend counts the same.
+  Resend-safe: naturally; it writes nothing but, once for a queue stored by an earlier release,
+  its groups' backlog count (ensure_backlog): a resend counts the same.
 ]]
 --@include ckey
 --@include clock

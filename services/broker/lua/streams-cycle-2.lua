@@ -4,33 +4,37 @@
   nothing: every check runs first, nothing is written unless all pass. Where slots are
   enforced (Redis Cluster) every key below shares one hash tag: the node refuses a cycle whose
   queues are in another slot than the query's state before running this (streams/redis.ts).
-  KEYS[1]  query base: <prefix>streams:{<id>}: or, where slots are enforced,
-           <home queue base>~streams:<id>:. Generation g > 0 of the state lives under
-           KEYS[1] .. 'g<g>:', generation 0 under KEYS[1]; KEYS[1] .. 'gen' is the lowest live
-           generation (streams-drop-2.lua); KEYS[1] .. 'cy:<cycle id>' the committed answers
-  KEYS[2]  the stats hash: fields r:<field>, b:<field> (rows, bytes of the generation)
-  KEYS[3..] the base of each queue the cycle pushes to or acks, once each
-  ARGV[1]  cycle id (SHA-256 of the request's canonical body)
-  ARGV[2]  stats field: the query id, '<id>:<g>' for a generation g > 0
-  ARGV[3]  the generation the node read from the registry   ARGV[4] shard (the source partition id)
-  ARGV[5]  seconds a committed answer is kept      ARGV[6] max rows   ARGV[7] max bytes (shard)
-  ARGV[8]  n state ops, then n x { 'u'|'d', key, value JSON ('' for 'd') }
-  then     m pushes, then m x { key index of the sink queue's base, namespace, task, queue,
-                                partition (URI-encoded), partitionId, transactionId, messageId,
-                                traceId, data, producerSub }
-  then     '1' + ack { key index of the source queue's base, partition (URI-encoded), group
-                       (URI-encoded), transactionId, leaseId ('' = none), status
-                       (completed|success|failed|dlq), count, error, release ('1'|'0') },
-           or '0' when the cycle acks nothing
+  KEYS[1]   queryBase: <prefix>streams:{<id>}: or, where slots are enforced,
+            <home queue base>~streams:<id>:. Generation g > 0 of the state lives under
+            KEYS[1] .. 'g<g>:', generation 0 under KEYS[1]; KEYS[1] .. 'gen' is the lowest live
+            generation (streams-drop-2.lua); KEYS[1] .. 'cy:<cycle id>' the committed answers
+  KEYS[2]   stats: the stats hash: fields r:<field>, b:<field> (rows, bytes of the generation)
+  KEYS[3..] queues: the base of each queue the cycle pushes to or acks, once each (the file
+            name's 2 is the least number of keys: one more per queue touched)
+  ARGV[1]   cycleId: SHA-256 of the request's canonical body
+  ARGV[2]   statsField: the query id, '<id>:<g>' for a generation g > 0
+  ARGV[3]   generation: the generation the node read from the registry
+  ARGV[4]   shard: the source partition id
+  ARGV[5]   memory: seconds a committed answer is kept
+  ARGV[6]   maxRows: max rows of the shard
+  ARGV[7]   maxBytes: max bytes of the shard
+  ARGV[8..] operations: n state ops, then n x { 'u'|'d', key, value JSON ('' for 'd') },
+            then m pushes, then m x { key index of the sink queue's base, namespace, task,
+            queue, partition (URI-encoded), partitionId, transactionId, messageId, traceId,
+            data, producerSub },
+            then '1' + ack { key index of the source queue's base, partition (URI-encoded),
+            group (URI-encoded), transactionId, leaseId ('' = none), status
+            (completed|success|failed|dlq), count, error, release ('1'|'0') },
+            or '0' when the cycle acks nothing
   Returns JSON text: {"stale":true} (the query was reset since the node read its generation:
   nothing applied, the node reads the registry again), {"ok":false,"error":...} (nothing
   applied), {"clear":<queue>} (a sink queue has encryptionEnabled and a push to it is not
   sealed: the node read the option before it was turned on; nothing applied, the node seals
   and sends the cycle again), or {"ok":true,"applied":n,"pushes":[...],"ack":{...}|false}.
-  Resend-safe (shared/redis/README.md): a committed cycle's answer is stored under its cycle id
-  (a hash of the request body) for ARGV[5] seconds; a second run, a resent script or a client
-  retrying the same body, finds it and answers it without applying anything again. A refusal
-  ("ok":false, "clear", "stale") writes nothing, so a resend refuses again.
+  Resend-safe: per request id (shared/redis/README.md). A committed cycle's answer is stored under
+  its cycle id (a hash of the request body) for ARGV[5] seconds; a second run, a resent script or
+  a client retrying the same body, finds it and answers it without applying anything again. A
+  refusal ("ok":false, "clear", "stale") writes nothing, so a resend refuses again.
 ]]
 --@include advance
 --@include ckey

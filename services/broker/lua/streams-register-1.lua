@@ -2,22 +2,27 @@
   Registers a streams query by name (docs/broker-streams.md, "Streams"): idempotent for the same
   config_hash; a changed hash is a conflict unless reset, which starts a new state generation
   and keeps the query's id (the node then drops the older generations: streams-drop-2.lua).
-  KEYS[1]  registry base: <prefix>streams: (<prefix>{streams}: where slots are enforced); the
-           script touches KEYS[1] .. 'queries' (hash name -> JSON record) and .. 'ids' (hash
-           id -> name) only
-  ARGV[1]  name   ARGV[2] source queue   ARGV[3] sink queue ('' = none)   ARGV[4] config_hash
-  ARGV[5]  reset ('1'|'0')
-  ARGV[6]  request id: a fresh UUID from the node, the query's id when this request creates it
-  ARGV[7]  max registered queries
-  ARGV[8]  hash tag of the source queue's slot where slots are enforced (Redis Cluster), else ''
+  KEYS[1]   registryBase: <prefix>streams: (<prefix>{streams}: where slots are enforced); the
+            script touches KEYS[1] .. 'queries' (hash name -> JSON record) and .. 'ids' (hash
+            id -> name) only
+  ARGV[1]   name: the query's name
+  ARGV[2]   source: the source queue
+  ARGV[3]   sink: the sink queue ('' = none)
+  ARGV[4]   configHash: the hash of the operator chain
+  ARGV[5]   reset: '1' to start a new state generation on a changed hash, else '0'
+  ARGV[6]   requestId: a fresh UUID from the node, the query's id when this request creates it
+  ARGV[7]   maxQueries: max registered queries
+  ARGV[8]   sourceTag: hash tag of the source queue's slot where slots are enforced (Redis
+            Cluster), else ''
   The record: id, source, sink, hash, createdAt, updatedAt, createdBy, resetBy, gen (state
   generation, absent = 0), home (the queue whose slot holds the state: the source when the
   state was started), homeTag, previousHome (the home before a reset moved it, to drop there).
   Returns JSON text {"success":true,"query_id","fresh","reset","gen","home","previous_home"?}
   or {"success":false,"conflict":"hash"|"full"|"slot","query_id"?,"error"}.
-  Resend-safe (shared/redis/README.md): the record keeps the request id that created it
-  (createdBy) and the one that last reset it (resetBy); a second run of the same request finds
-  its own id there and answers what the first run did, without starting another generation.
+  Resend-safe: per request id (shared/redis/README.md). The record keeps the request id that
+  created it (createdBy) and the one that last reset it (resetBy); a second run of the same
+  request finds its own id there and answers what the first run did, without starting another
+  generation.
 ]]
 --@include clock
 

@@ -1,8 +1,8 @@
 --[[
   Expires the leases of one queue whose time has passed (each unanswered message counts one
   failed attempt; past retryLimit it is dead-lettered).
-  KEYS[1]  base: <prefix>{<queue>}: (every key the script touches is this text plus a suffix)
-  ARGV[1]  limit: leases handled per call
+  KEYS[1]   base: <prefix>{<queue>}: (every key the script touches is this text plus a suffix)
+  ARGV[1]   limit: leases handled per call
   Returns { expired, { group... } } (groups with a partition made poppable again).
   Resend-safe: naturally; a lease expired by the first run is no longer held, so a second run
   counts no attempt for it.

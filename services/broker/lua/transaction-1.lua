@@ -1,21 +1,23 @@
 --[[
   Applies pushes and acks all-or-nothing: every operation is checked first, nothing is written
   unless all pass. A transaction may span queues: each queue it touches is declared.
-  KEYS[1..n] the base <prefix>{<tag>}:... of each queue the transaction touches, once each (n >= 1:
-           the file name's 1 is the least; redis/transaction.ts passes them). On Redis Cluster
-           they must share one hash tag (one slot): redis/transaction.ts refuses a transaction
-           spanning slots before running this (docs/broker-topologies.md "Redis topologies").
-  ARGV[1..] operations, each starting with its type and the index of its queue's base in KEYS:
-    'push', key index, namespace, task, partition, partitionId, transactionId, messageId,
-            traceId, data, producerSub                          (11 entries)
-    'ack',  key index (0: a partition no queue has, checked as not found), partition, group,
-            transactionId, status, leaseId, error               (8 entries)
+  KEYS[1]   base: <prefix>{<tag>}:... the base of the first queue the transaction touches
+  KEYS[2..] bases: the base of each further queue it touches, once each (the file name's 1 is
+            the least number of keys: one per queue touched; redis/transaction.ts passes them).
+            On Redis Cluster they must share one hash tag (one slot): redis/transaction.ts
+            refuses a transaction spanning slots before running this
+            (docs/broker-topologies.md "Redis topologies").
+  ARGV[1..] operations: each starting with its type and the index of its queue's base in KEYS:
+              'push', key index, namespace, task, partition, partitionId, transactionId,
+                      messageId, traceId, data, producerSub                   (11 entries)
+              'ack',  key index (0: a partition no queue has, checked as not found), partition,
+                      group, transactionId, status, leaseId, error            (8 entries)
   Returns { 'OK', result... } with result { 'push', queued(1/0), messageId } or
   { 'ack', 1, dlq(1/0), repeat(1/0) }, { 'FAIL', index (0-based), error }, or { 'CLEAR', index }
   when a push to a queue with encryptionEnabled carries an unsealed payload (nothing written).
-  Resend-safe (shared/redis/README.md): a second run finds its acks already applied (answered
-  as repeats) and its pushes stored under the same messageId (answered as queued again); a
-  refusal (FAIL, CLEAR) comes from the check phase, before anything is written.
+  Resend-safe: per request id (shared/redis/README.md). A second run finds its acks already
+  applied (answered as repeats) and its pushes stored under the same messageId (answered as queued
+  again); a refusal (FAIL, CLEAR) comes from the check phase, before anything is written.
 ]]
 --@include ack-many
 --@include check-ack

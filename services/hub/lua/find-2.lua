@@ -1,9 +1,11 @@
--- Finds the history position of the entry carrying an update id, if still in history.
--- KEYS[1] hash: update id -> position
--- KEYS[2] history stream
--- ARGV[1] update id
--- Returns the position, or false when unknown or trimmed.
--- Writes nothing (a resend is harmless).
+--[[
+  Finds the history position of the entry carrying an update id, if still in history.
+  KEYS[1]   index: hash update id -> position
+  KEYS[2]   history: the history stream
+  ARGV[1]   updateId: the update id
+  Returns the position, or false when unknown or trimmed.
+  Resend-safe: writes nothing.
+]]
 local position = redis.call('HGET', KEYS[1], ARGV[1])
 if not position then
   return false

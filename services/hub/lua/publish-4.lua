@@ -1,27 +1,30 @@
--- Appends an update to one partition's history and publishes it on that partition's fan-out
--- channel, atomically, so the publish order is the history order on every node (docs/hub.md,
--- topic partitions). Every key is one partition's, under one hash tag (one Cluster slot).
--- KEYS[1] history stream
--- KEYS[2] hash: update id -> position of its entry in history (Last-Event-ID lookups)
--- KEYS[3] sorted set: update id scored by the millisecond part of that position (for trimming KEYS[2])
--- KEYS[4] fan-out channel (declared so a Cluster routes the call to the shard owning it)
--- ARGV[1] update id
--- ARGV[2] encoded update (JSON)
--- ARGV[3] history size bound (approximate: whole stream nodes are trimmed)
--- ARGV[4] history age bound in milliseconds, 0 for none
--- ARGV[5] deadline in Redis server time (ms): past it the node has already answered 503
--- ARGV[6] '1': fan out with SPUBLISH (Redis Cluster: sharded pub/sub, carried by the shard owning
---         KEYS[4] only); else PUBLISH (standalone, Sentinel)
--- Returns { position (stream entry id), 1 when the id was already in history (nothing appended)
--- else 0 }; the channel message is "<position>\n<encoded update>".
--- Errors with DEADLINE when run after ARGV[5]: changes nothing.
---
--- Resend-safe: per partition, by update id (docs/hub.md, resent publishes): an id whose entry is
--- still in history is never appended again, its position is returned. That covers ioredis resending a command whose
--- reply was lost and a publisher retrying after a 503 whose publish had in fact been applied. An
--- id whose entry was trimmed is appended anew and the index moves to the new entry, so the index
--- always names the only copy in history. An update in k partitions is k calls, one deadline for all:
--- a retry appends only the copies that are missing.
+--[[
+  Appends an update to one partition's history and publishes it on that partition's fan-out
+  channel, atomically, so the publish order is the history order on every node (docs/hub.md,
+  topic partitions). Every key is one partition's, under one hash tag (one Cluster slot).
+  KEYS[1]   history: the history stream
+  KEYS[2]   positions: hash update id -> position of its entry in history (Last-Event-ID lookups)
+  KEYS[3]   ages: sorted set update id scored by the millisecond part of that position (for
+            trimming KEYS[2])
+  KEYS[4]   channel: the fan-out channel (declared so a Cluster routes the call to the shard
+            owning it)
+  ARGV[1]   updateId: the update id
+  ARGV[2]   update: the encoded update (JSON)
+  ARGV[3]   historySize: history size bound (approximate: whole stream nodes are trimmed)
+  ARGV[4]   historyAge: history age bound in milliseconds, 0 for none
+  ARGV[5]   deadline: in Redis server time (ms): past it the node has already answered 503
+  ARGV[6]   sharded: '1' to fan out with SPUBLISH (Redis Cluster: sharded pub/sub, carried by
+            the shard owning KEYS[4] only); else PUBLISH (standalone, Sentinel)
+  Returns { position (stream entry id), 1 when the id was already in history (nothing appended)
+  else 0 }; the channel message is "<position>\n<encoded update>". Errors with DEADLINE when run
+  after ARGV[5]: changes nothing.
+  Resend-safe: per request id, per partition, by update id (docs/hub.md, resent publishes): an id
+  whose entry is still in history is never appended again, its position is returned. That covers
+  ioredis resending a command whose reply was lost and a publisher retrying after a 503 whose
+  publish had in fact been applied. An id whose entry was trimmed is appended anew and the index
+  moves to the new entry, so the index always names the only copy in history. An update in k
+  partitions is k calls, one deadline for all: a retry appends only the copies that are missing.
+]]
 local now = redis.call('TIME')
 local nowMs = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
 if nowMs > tonumber(ARGV[5]) then

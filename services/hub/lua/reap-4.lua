@@ -1,17 +1,19 @@
--- Claims the subscription entries of one node whose lease expired, exactly once: the ZREM of the
--- node's lease succeeds for one caller only, and the entries go with it. The caller lists the
--- expired nodes (ZRANGEBYSCORE on KEYS[1]) and calls this once per node, so every key is declared.
--- KEYS[1] sorted set: node id -> lease expiry (ms)
--- KEYS[2] hash: subscription id -> record (JSON)
--- KEYS[3] list: this call's claim (a key named by a fresh request id)
--- KEYS[4] set: the expired node's subscription ids
--- ARGV[1] the expired node's id
--- ARGV[2] now (ms): a lease renewed since the caller listed it is left alone
--- ARGV[3] how long the claim is kept for a resend (ms)
--- Returns the claimed records.
--- Resend-safe: per request id. The claimed records are kept under KEYS[3]; a second run with
--- the same key returns them instead of claiming again (the first run already removed them, so
--- without it the caller would never announce their end).
+--[[
+  Claims the subscription entries of one node whose lease expired, exactly once: the ZREM of the
+  node's lease succeeds for one caller only, and the entries go with it. The caller lists the
+  expired nodes (ZRANGEBYSCORE on KEYS[1]) and calls this once per node, so every key is declared.
+  KEYS[1]   leases: sorted set node id -> lease expiry (ms)
+  KEYS[2]   records: hash subscription id -> record (JSON)
+  KEYS[3]   claim: list, this call's claim (a key named by a fresh request id)
+  KEYS[4]   subscriptions: set, the expired node's subscription ids
+  ARGV[1]   nodeId: the expired node's id
+  ARGV[2]   now: now (ms): a lease renewed since the caller listed it is left alone
+  ARGV[3]   claimMemory: how long the claim is kept for a resend (ms)
+  Returns the claimed records.
+  Resend-safe: per request id. The claimed records are kept under KEYS[3]; a second run with the
+  same key returns them instead of claiming again (the first run already removed them, so without
+  it the caller would never announce their end).
+]]
 if redis.call('EXISTS', KEYS[3]) == 1 then
   return redis.call('LRANGE', KEYS[3], 0, -1)
 end

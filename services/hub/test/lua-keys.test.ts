@@ -1,129 +1,27 @@
 /*
  * Lua key discipline of the hub's scripts (issue #12, item 1; docs/hub.md, "Lua key discipline"):
  * every key a script touches is a declared KEYS[i] (so a Redis Cluster can route the call and
- * refuse nothing), declared in the file's header, as many as its file name says; and the keys of
- * one call share one hash tag (one slot), checked on the calls a running transport makes.
- *
- * The scanner is small on purpose: every `redis.call('<COMMAND>', …)` must name a command of the
- * table below, which says whether its first argument is a key (or a channel, which on Cluster is
- * routed like one). A script using a command the table does not know fails until the table says
- * what it is.
+ * refuse nothing), checked by the one checker both services run (`@herald/testkit/lua`, which
+ * parses each script and follows every key back to KEYS; headers and key counts are checked in
+ * lua-scripts.test.ts); and the keys of one call share one hash tag (one slot), checked on the
+ * calls a running transport makes.
  */
 import assert from 'node:assert/strict';
-import { readdirSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { createMetrics } from '@herald/metrics';
+import { loadScripts } from '@herald/redis';
 import { RedisServer, uniquePrefix, waitFor } from '@herald/testkit';
+import { scanScripts } from '@herald/testkit/lua';
 import { Redis } from 'ioredis';
 import { LUA_DIRECTORY, RedisTransport } from '../src/transport-redis.js';
 
-/** Commands whose first argument is a key or a channel. */
-const KEYED = new Set([
-  'DEL',
-  'EXISTS',
-  'HDEL',
-  'HGET',
-  'HSET',
-  'LRANGE',
-  'PEXPIRE',
-  'PUBLISH',
-  'RPUSH',
-  'SMEMBERS',
-  'SPUBLISH',
-  'XADD',
-  'XRANGE',
-  'XTRIM',
-  'ZADD',
-  'ZRANGEBYSCORE',
-  'ZREM',
-  'ZSCORE',
-]);
-/** Commands that touch no key. */
-const KEYLESS = new Set(['TIME']);
-
-interface Call {
-  readonly line: number;
-  readonly command: string;
-  readonly firstArgument: string;
-}
-
-function callsIn(source: string): Call[] {
-  const calls: Call[] = [];
-  for (const [index, text] of source.split('\n').entries()) {
-    const code = text.replace(/--.*$/, '');
-    for (const match of code.matchAll(/redis\.p?call\(\s*(['"])(\w+)\1\s*(?:,\s*([^,)]+))?/g)) {
-      calls.push({
-        line: index + 1,
-        command: (match[2] as string).toUpperCase(),
-        firstArgument: (match[3] ?? '').trim(),
-      });
-    }
-    if (/redis\.p?call\(\s*[^'"\s]/.test(code)) {
-      calls.push({ line: index + 1, command: '<computed>', firstArgument: '' });
-    }
-  }
-  return calls;
-}
-
-/** Problems of one script: undeclared or computed keys, a header that does not match. */
-function keyProblems(file: string, source: string): string[] {
-  const problems: string[] = [];
-  const declaredCount = Number(/-(\d+)\.lua$/.exec(file)?.[1]);
-  const headerKeys = new Set(
-    [...source.matchAll(/^--\s*KEYS\[(\d+)\]/gm)].map((match) => Number(match[1] as string)),
-  );
-  for (let index = 1; index <= declaredCount; index++) {
-    if (!headerKeys.has(index)) problems.push(`${file}: KEYS[${index}] is not described in the header`);
-  }
-  for (const match of source.replace(/--.*$/gm, '').matchAll(/KEYS\[(\d+)\]/g)) {
-    const index = Number(match[1] as string);
-    if (index < 1 || index > declaredCount)
-      problems.push(`${file}: uses KEYS[${index}] but its name declares ${declaredCount} keys`);
-  }
-  for (const call of callsIn(source)) {
-    const where = `${file}:${call.line} ${call.command}`;
-    if (KEYLESS.has(call.command)) continue;
-    if (!KEYED.has(call.command)) {
-      problems.push(`${where}: command not in the scanner's table (say whether it takes a key)`);
-      continue;
-    }
-    if (!/^KEYS\[\d+\]$/.test(call.firstArgument))
-      problems.push(`${where}: key or channel "${call.firstArgument}" is not a declared KEYS[i]`);
-  }
-  return problems;
-}
-
 describe('hub Lua scripts declare every key', () => {
-  const files = readdirSync(LUA_DIRECTORY).filter((file) => file.endsWith('.lua'));
-
-  test('the scripts are found', () => {
-    assert.ok(files.includes('publish-4.lua') && files.includes('reap-4.lua'), files.join(', '));
-  });
-
-  for (const file of files) {
-    test(file, () => {
-      assert.deepEqual(keyProblems(file, readFileSync(join(LUA_DIRECTORY, file), 'utf8')), []);
-    });
-  }
-
-  test('the scanner catches a key built inside a script, a computed command and an unknown one', () => {
-    const source = [
-      '-- KEYS[1] a set',
-      "redis.call('SMEMBERS', KEYS[1])",
-      "redis.call('DEL', ARGV[1] .. 'x')",
-      "redis.call('PUBLISH', ARGV[2], 'm')",
-      'redis.call(ARGV[3], KEYS[1])',
-      "redis.call('SUNIONSTORE', KEYS[1], KEYS[1])",
-      "redis.call('HGET', KEYS[2], 'f')",
-    ].join('\n');
-    assert.deepEqual(keyProblems('bad-1.lua', source), [
-      'bad-1.lua: uses KEYS[2] but its name declares 1 keys',
-      'bad-1.lua:3 DEL: key or channel "ARGV[1] .. \'x\'" is not a declared KEYS[i]',
-      'bad-1.lua:4 PUBLISH: key or channel "ARGV[2]" is not a declared KEYS[i]',
-      "bad-1.lua:5 <computed>: command not in the scanner's table (say whether it takes a key)",
-      "bad-1.lua:6 SUNIONSTORE: command not in the scanner's table (say whether it takes a key)",
-    ]);
+  test('every key and channel of every hub script is a declared KEYS[i]', () => {
+    const violations = scanScripts(loadScripts(LUA_DIRECTORY).values());
+    assert.deepEqual(
+      violations.map(({ script, line, command, message }) => `${script}:${line} ${command}: ${message}`),
+      [],
+    );
   });
 });
 

@@ -55,6 +55,8 @@ describe('Lua key checker', () => {
     },
     { name: 'every argument of DEL is a key', source: "redis.call('DEL', KEYS[1], ARGV[1])", violations: 1 },
     { name: 'command without a key', source: "redis.call('TIME')", violations: 0 },
+    { name: 'a channel declared as a key', source: "redis.call('PUBLISH', KEYS[4], 'm')", violations: 0 },
+    { name: 'a channel from ARGV', source: "redis.call('SPUBLISH', ARGV[2], 'm')", violations: 1 },
     { name: 'unknown command', source: "redis.call('OBJECT', 'ENCODING', KEYS[1])", violations: 1 },
     { name: 'pcall is checked too', source: "redis.pcall('GET', ARGV[1])", violations: 1 },
     {
