@@ -22,7 +22,7 @@ local now = now_ms()
 local cfg = queue_config(base)
 local items = {}
 for i = 3, #ARGV, 7 do
-  items[#items + 1] = { ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4], ARGV[i + 5], ARGV[i + 6] }
+  items[#items + 1] = read_push_item(i)
 end
 if clear_on_sealed_queue(base, items) then return { 'CLEAR' } end
 local results, size = push_items(base, items, cfg, now, ARGV[1], ARGV[2])

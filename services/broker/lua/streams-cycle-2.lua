@@ -73,7 +73,7 @@ local pushes = {}
 for _ = 1, tonumber(ARGV[i]) do
   pushes[#pushes + 1] = { key = tonumber(ARGV[i + 1]), base = KEYS[tonumber(ARGV[i + 1])], namespace = ARGV[i + 2], task = ARGV[i + 3],
     queue = ARGV[i + 4],
-    item = { ARGV[i + 5], ARGV[i + 6], ARGV[i + 7], ARGV[i + 8], ARGV[i + 9], ARGV[i + 10], ARGV[i + 11] } }
+    item = read_push_item(i + 5) }
   i = i + 11
 end
 i = i + 1
@@ -145,8 +145,8 @@ end
 -- Per sink queue, by its index in KEYS (3..): fresh messages, then the pushes in items' order.
 local fresh, seen = {}, {}
 for _, push in ipairs(pushes) do
-  local key = push.key .. '\n' .. push.item[1] .. '\n' .. push.item[3]
-  if not seen[key] and not redis.call('HGET', push.base .. 'd:' .. push.item[1], push.item[3]) then
+  local key = push.key .. '\n' .. push.item.partition .. '\n' .. push.item.transactionId
+  if not seen[key] and not redis.call('HGET', push.base .. 'd:' .. push.item.partition, push.item.transactionId) then
     seen[key] = true
     fresh[push.key] = (fresh[push.key] or 0) + 1
   end
@@ -195,7 +195,7 @@ for k = 3, #KEYS do
     local results = push_items(KEYS[k], items, config_of(KEYS[k]), now, first.namespace, first.task)
     for j, index in ipairs(list) do
       local push = pushes[index]
-      pushed[index] = { queue = push.queue, partitionId = push.item[2], transactionId = push.item[3],
+      pushed[index] = { queue = push.queue, partitionId = push.item.partitionId, transactionId = push.item.transactionId,
         queued = results[j][1], messageId = results[j][2] }
     end
   end

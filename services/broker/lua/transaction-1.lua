@@ -33,7 +33,7 @@ local i = 1
 while i <= #ARGV do
   if ARGV[i] == 'push' then
     ops[#ops + 1] = { kind = 'push', base = KEYS[tonumber(ARGV[i + 1])], namespace = ARGV[i + 2], task = ARGV[i + 3],
-      item = { ARGV[i + 4], ARGV[i + 5], ARGV[i + 6], ARGV[i + 7], ARGV[i + 8], ARGV[i + 9], ARGV[i + 10] } }
+      item = read_push_item(i + 4) }
     i = i + 11
   elseif ARGV[i] == 'ack' then
     -- Key index 0: the ack's partition belongs to no queue (found nowhere: 'Message not found').
@@ -59,8 +59,8 @@ for index, op in ipairs(ops) do
     acked[key] = true
   else
     if clear_on_sealed_queue(op.base, { op.item }) then return { 'CLEAR', index - 1 } end
-    local key = op.base .. op.item[1] .. '\n' .. op.item[3]
-    if not seen[key] and not redis.call('HGET', op.base .. 'd:' .. op.item[1], op.item[3]) then
+    local key = op.base .. op.item.partition .. '\n' .. op.item.transactionId
+    if not seen[key] and not redis.call('HGET', op.base .. 'd:' .. op.item.partition, op.item.transactionId) then
       seen[key] = true
       if not fresh[op.base] then fresh_order[#fresh_order + 1] = op end
       fresh[op.base] = (fresh[op.base] or 0) + 1

@@ -6,7 +6,7 @@ local SEALED_PREFIX = '{"$herald.enc":'
 local function clear_on_sealed_queue(base, items)
   if redis.call('HGET', base .. 'cfg', 'encryptionEnabled') ~= 'true' then return false end
   for _, item in ipairs(items) do
-    if string.sub(item[6], 1, #SEALED_PREFIX) ~= SEALED_PREFIX then return true end
+    if string.sub(item.data, 1, #SEALED_PREFIX) ~= SEALED_PREFIX then return true end
   end
   return false
 end

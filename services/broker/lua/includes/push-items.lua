@@ -4,7 +4,14 @@
 --@include queue-depth
 --@include schedule-trim
 
--- Appends the items of one queue. items: list of {p, pid, txn, mid, trace, data, sub}.
+-- One item of a push as its ARGV give it, from ARGV[i]: its 7 entries as named fields (the
+-- order of push-1.lua's header, which transaction-1.lua and streams-cycle-2.lua share).
+local function read_push_item(i)
+  return { partition = ARGV[i], partitionId = ARGV[i + 1], transactionId = ARGV[i + 2],
+    messageId = ARGV[i + 3], traceId = ARGV[i + 4], data = ARGV[i + 5], producerSub = ARGV[i + 6] }
+end
+
+-- Appends the items of one queue (read_push_item's tables).
 -- Returns per item {status, messageId} (status 1 queued, 0 duplicate) or nil, size when full.
 -- An item whose transactionId is stored under its own messageId (the node's fresh id for
 -- this request) was stored by a first run of the same request: answered queued again.
@@ -16,11 +23,11 @@ local function push_items(base, items, cfg, now, namespace, task)
   -- Dedup lookups: one HMGET per partition, not one HGET per item.
   local by_partition, partitions = {}, {}
   for i, it in ipairs(items) do
-    local list = by_partition[it[1]]
+    local list = by_partition[it.partition]
     if not list then
       list = {}
-      by_partition[it[1]] = list
-      partitions[#partitions + 1] = it[1]
+      by_partition[it.partition] = list
+      partitions[#partitions + 1] = it.partition
     end
     list[#list + 1] = i
   end
@@ -28,7 +35,7 @@ local function push_items(base, items, cfg, now, namespace, task)
   for _, p in ipairs(partitions) do
     local list = by_partition[p]
     local txns = {}
-    for j, i in ipairs(list) do txns[j] = items[i][3] end
+    for j, i in ipairs(list) do txns[j] = items[i].transactionId end
     for s = 1, #txns, 1000 do
       local values = redis.call('HMGET', base .. 'd:' .. p, unpack(txns, s, math.min(s + 999, #txns)))
       for j, v in ipairs(values) do stored[list[s + j - 1]] = v end
@@ -40,13 +47,13 @@ local function push_items(base, items, cfg, now, namespace, task)
   -- Items this very request stored already (a resent script: the node's messageId matches).
   local again = {}
   for i, it in ipairs(items) do
-    local key = it[1] .. '\n' .. it[3]
+    local key = it.partition .. '\n' .. it.transactionId
     local existing = seen[key]
     if not existing then
       local d = stored[i]
       if d then
         existing = string.match(d, ' (.*)$')
-        if existing == it[4] then again[i] = true end
+        if existing == it.messageId then again[i] = true end
       end
     end
     if again[i] then
@@ -55,9 +62,9 @@ local function push_items(base, items, cfg, now, namespace, task)
     elseif existing then
       results[i] = { 0, existing }
     else
-      seen[key] = it[4]
+      seen[key] = it.messageId
       fresh = fresh + 1
-      results[i] = { 1, it[4] }
+      results[i] = { 1, it.messageId }
     end
   end
   local groups = redis.call('HKEYS', base .. 'groups')
@@ -71,20 +78,20 @@ local function push_items(base, items, cfg, now, namespace, task)
   local dedup_writes = {}
   for i, it in ipairs(items) do
     if results[i][1] == 1 and not again[i] then
-      local p = it[1]
-      local id = redis.call('XADD', base .. 's:' .. p, new_entry_id(), 'm', it[4], 't', it[3], 'tr', it[5],
-        'd', it[6], 's', it[7])
+      local p = it.partition
+      local id = redis.call('XADD', base .. 's:' .. p, new_entry_id(), 'm', it.messageId, 't', it.transactionId, 'tr', it.traceId,
+        'd', it.data, 's', it.producerSub)
       local writes = dedup_writes[p]
       if not writes then
         writes = {}
         dedup_writes[p] = writes
       end
-      writes[#writes + 1] = it[3]
-      writes[#writes + 1] = id .. ' ' .. it[4]
+      writes[#writes + 1] = it.transactionId
+      writes[#writes + 1] = id .. ' ' .. it.messageId
       if not touched[p] then
         touched[p] = true
-        redis.call('HSET', base .. 'parts', p, it[2])
-        redis.call('HSET', base .. 'pids', it[2], p)
+        redis.call('HSET', base .. 'parts', p, it.partitionId)
+        redis.call('HSET', base .. 'pids', it.partitionId, p)
         for _, g in ipairs(groups) do
           redis.call('ZADD', base .. 'ready:' .. g, 'NX', now, p)
         end

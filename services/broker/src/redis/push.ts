@@ -8,7 +8,7 @@ import { type PushItem, type PushResult, pushCapacity } from '../storage.js';
 import { forEachBounded, QUEUES_IN_FLIGHT } from './bounded.js';
 import { encode, type RedisBackend, type Reply } from './context.js';
 
-/** One item's ARGV entries, in the order push_items (lua/includes/push-items.lua) reads them. */
+/** One item's ARGV entries, in the order read_push_item (lua/includes/push-items.lua) reads them. */
 export function pushItemArguments(item: PushItem, partitionId: string): string[] {
   return [
     encode(item.partition),
