@@ -5,7 +5,6 @@
  * the scripts of lua/, the one text both backends execute (docs/architecture.md, "One text
  * for the queue rules").
  */
-import { EmbeddedRedis } from '@herald/embedded-redis';
 import type { Histogram } from '@herald/metrics';
 import type { Clock, OutageLogger } from '@herald/redis';
 import { RedisStorage } from './storage-redis.js';
@@ -19,6 +18,8 @@ export interface EmbeddedStorageOptions {
 }
 
 export async function startEmbeddedStorage(options: EmbeddedStorageOptions): Promise<RedisStorage> {
+  // Loaded here, not at the top: a node on Redis never loads the engine and its Lua VM.
+  const { EmbeddedRedis } = await import('@herald/embedded-redis');
   const engine = await EmbeddedRedis.start(options.clock ? { clock: options.clock } : {});
   return new RedisStorage({
     topology: { kind: 'standalone', url: engine.path },
