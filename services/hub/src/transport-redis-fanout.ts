@@ -197,7 +197,7 @@ export class RedisFanout {
         this.recovering = true;
         this.needsGapFill = true;
         if (!this.options.outages.down)
-          this.options.log('warn', 'joining a partition failed; recovering', { err: loggableError(error) });
+          this.options.log('warn', 'joining a partition failed; recovering', { error: loggableError(error) });
       });
   }
 
@@ -262,7 +262,7 @@ export class RedisFanout {
     } catch (error) {
       this.baselineUnknown = true;
       this.options.log('warn', 'could not read the history tail at start; Redis unreachable?', {
-        err: loggableError(error),
+        error: loggableError(error),
       });
     }
     // Not awaited: while Redis is down the command waits in the offline queue, and the node must
@@ -375,7 +375,7 @@ export class RedisFanout {
       ok = false;
       // During an outage every probe fails: the outage's own line says it once.
       if (!this.options.outages.down)
-        this.options.log('warn', 'pub/sub recovery failed; retrying', { err: loggableError(error) });
+        this.options.log('warn', 'pub/sub recovery failed; retrying', { error: loggableError(error) });
     } finally {
       this.probing = false;
     }

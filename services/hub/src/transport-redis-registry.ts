@@ -139,7 +139,7 @@ export class RedisSubscriptionRegistry {
       }
     } catch (error) {
       if (!this.options.outages.down) {
-        log('warn', 'subscription lease renewal failed', { err: loggableError(error) });
+        log('warn', 'subscription lease renewal failed', { error: loggableError(error) });
       }
     }
     this.scheduleLease(Math.max(250, Math.floor(lease / 3)));

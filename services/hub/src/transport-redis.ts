@@ -302,7 +302,7 @@ export class RedisTransport implements Transport {
       if (!this.clock.known) await this.clock.measure();
       return await this.publishes.publish(update);
     } catch (error) {
-      this.log('error', 'publish failed', { err: loggableError(error) });
+      this.log('error', 'publish failed', { error: loggableError(error) });
       throw new TransportUnavailableError('publish failed', { cause: error });
     }
   }

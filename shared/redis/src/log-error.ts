@@ -10,7 +10,9 @@ export interface LoggedError {
 /**
  * Name, message and code only. ioredis attaches the failed command to its errors, and for a
  * script that is the whole script and every argument (payloads); a connection error's stack is
- * ioredis internals, the same on every line.
+ * ioredis internals, the same on every line. Log it under `error`, not `err`: pino's `err`
+ * serializer takes any object with a message for an Error and rewrites it as
+ * `{type: "Object", stack: ""}` (shared/redis/test/outage-log.test.ts).
  */
 export function loggableError(error: unknown): LoggedError {
   if (!(error instanceof Error)) return { type: typeof error, message: String(error) };

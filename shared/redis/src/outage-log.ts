@@ -62,7 +62,7 @@ export class OutageLog {
     this.attempts = 0;
     const everConnected = this.connected.size > 0;
     this.log.warn(
-      { redis: this.target, connection: name, ...(cause ? { err: loggableError(cause) } : {}) },
+      { redis: this.target, connection: name, ...(cause ? { error: loggableError(cause) } : {}) },
       everConnected
         ? `Redis at ${this.target} lost; refusing requests that need it until it is back`
         : `waiting for Redis at ${this.target}`,

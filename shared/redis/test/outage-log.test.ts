@@ -4,8 +4,10 @@
  */
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
+import { Writable } from 'node:stream';
 import { after, test } from 'node:test';
 import { freePort, RedisServer, waitFor } from '@herald/testkit';
+import { pino } from 'pino';
 import { createRedis, OutageLog, parseRedisOptions, type Redis, redisTarget } from '../src/index.js';
 
 interface Line {
@@ -94,5 +96,33 @@ test('Redis absent at boot: one "waiting for Redis at host:port" line, one line 
     ['warn', 'info'],
   );
   assert.equal(lines[0]?.message, `waiting for Redis at 127.0.0.1:${port}`);
-  assert.match(String((lines[0]?.details.err as { code?: string } | undefined)?.code), /ECONNREFUSED/);
+  assert.match(String((lines[0]?.details.error as { code?: string } | undefined)?.code), /ECONNREFUSED/);
+});
+
+test('through pino, the lost line names the error by its type and code, with no stack (not "Object", no "stack": "")', async () => {
+  // pino's `err` serializer turned the stackless error of a line into {type: "Object", stack: ""}:
+  // the broker's outage-log test then failed whenever the loss came with an error (EPIPE).
+  const port = await freePort();
+  const url = `redis://127.0.0.1:${port}`;
+  const written: string[] = [];
+  const logger = pino(
+    { level: 'info' },
+    new Writable({
+      write(chunk, _encoding, done) {
+        written.push(String(chunk));
+        done();
+      },
+    }),
+  );
+  const connections = node(url, new OutageLog(logger, redisTarget(url)));
+  await waitFor(() => written.length > 0, { what: 'the waiting line' });
+  for (const redis of connections) redis.disconnect();
+  const line = JSON.parse(written[0] as string) as Record<string, unknown>;
+  assert.equal(line.msg, `waiting for Redis at 127.0.0.1:${port}`);
+  assert.deepEqual(line.error, {
+    type: 'Error',
+    message: `connect ECONNREFUSED 127.0.0.1:${port}`,
+    code: 'ECONNREFUSED',
+  });
+  assert.doesNotMatch(written.join(''), /"stack"/);
 });
