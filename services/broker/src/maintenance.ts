@@ -147,11 +147,13 @@ export function startRedisMaintenance(options: {
   // What an outage leaves behind is not news: the outage itself is logged once (OutageLog).
   const outageEcho = (error: Error) => isConnectionError(error) || BULL_AFTER_OUTAGE.test(error.message);
   const onError = (source: string) => (error: Error) => {
-    if (outageEcho(error)) log.debug({ error: loggableError(error) }, `maintenance ${source}: after an outage`);
+    if (outageEcho(error))
+      log.debug({ error: loggableError(error) }, `maintenance ${source}: after an outage`);
     else log.warn({ error: loggableError(error) }, `maintenance ${source} error`);
   };
   worker.on('failed', (job, error) => {
-    if (!outageEcho(error)) log.warn({ error: loggableError(error), job: job?.name }, 'maintenance job failed');
+    if (!outageEcho(error))
+      log.warn({ error: loggableError(error), job: job?.name }, 'maintenance job failed');
   });
   // A refusal by Redis's ACL (the user lacks a command or key) is no outage and does not pass:
   // BullMQ's worker retries it without pause, a busy loop that starves the node and floods the
