@@ -222,7 +222,7 @@ export class PayloadEncryption {
     );
   }
 
-  /** A pop's messages in clear (new objects: the in-process backend hands out its own). */
+  /** A pop's messages in clear (new objects: the storage's answer is left as it came). */
   openPop(result: PopResult): PopResult {
     const sealed = result.partitions.some((popped) =>
       popped.messages.some((message) => message.data.startsWith(MARKER_TEXT)),

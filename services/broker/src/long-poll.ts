@@ -11,7 +11,7 @@ interface Waiter {
 
 /**
  * Parked pops, woken by "work may be available in queue Q" notifications (Redis pub/sub
- * from any node, or the in-process backend's own events) and by the one time the storage
+ * from any node; the embedded engine's pub/sub on a single node) and by the one time the storage
  * itself predicts (a lease expiry, a retry delay, a delayed message). Nothing polls Redis
  * at a fixed interval.
  *
