@@ -59,7 +59,7 @@ async function request(method: 'GET' | 'POST', path: string, body?: unknown) {
   return { status: response.statusCode, json: text ? JSON.parse(text) : undefined };
 }
 
-/** The queue's counters as the scripts keep them (lua/includes/broker.lua `stats`). */
+/** The queue's counters as the scripts keep them (`stats` in services/broker/lua/README.md, the key layout). */
 async function counters(queue: string): Promise<{ pushed: number; retained: number }> {
   const [pushed, size] = await redis.hmget(`${PREFIX}{${encodeURIComponent(queue)}}:stats`, 'pushed', 'size');
   return { pushed: Number(pushed ?? 0), retained: Number(size ?? 0) };
