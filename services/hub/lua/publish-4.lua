@@ -25,8 +25,9 @@
   moves to the new entry, so the index always names the only copy in history. An update in k
   partitions is k calls, one deadline for all: a retry appends only the copies that are missing.
 ]]
-local now = redis.call('TIME')
-local nowMs = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
+--@include clock
+--@include entry-id
+local nowMs = now_ms()
 if nowMs > tonumber(ARGV[5]) then
   return redis.error_reply('DEADLINE publish reached Redis after the node gave up on it')
 end
@@ -34,7 +35,7 @@ local existing = redis.call('HGET', KEYS[2], ARGV[1])
 if existing and #redis.call('XRANGE', KEYS[1], existing, existing, 'COUNT', 1) > 0 then
   return { existing, 1 }
 end
-local position = redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[3], '*', 'u', ARGV[2])
+local position = redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[3], new_entry_id(), 'u', ARGV[2])
 local ttl = tonumber(ARGV[4])
 if ttl > 0 then
   redis.call('XTRIM', KEYS[1], 'MINID', '~', tostring(nowMs - ttl))
