@@ -4,19 +4,13 @@
  * every argument (payloads included).
  */
 import assert from 'node:assert/strict';
-import { Writable } from 'node:stream';
 import { test } from 'node:test';
+import { logSink } from '@herald/testkit';
 import Fastify from 'fastify';
 import { registerConventions } from '../src/routes/common.js';
 
 test('a 500 logs the error message, never the command (script, arguments) it carries', async () => {
-  const lines: string[] = [];
-  const stream = new Writable({
-    write(chunk, _encoding, done) {
-      lines.push(String(chunk));
-      done();
-    },
-  });
+  const { stream, lines } = logSink();
   const app = Fastify({ logger: { level: 'error', stream } });
   registerConventions(app);
   const script = `--[[ the whole script ]] ${'redis.call("XADD") '.repeat(200)}`;

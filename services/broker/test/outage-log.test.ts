@@ -4,16 +4,15 @@
  * refused and reconnect attempts failed in between.
  */
 import assert from 'node:assert/strict';
-import { Writable } from 'node:stream';
 import { after, before, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseEnv } from '@herald/config';
-import { RedisServer, uniquePrefix, waitFor } from '@herald/testkit';
+import { logSink, RedisServer, uniquePrefix, waitFor } from '@herald/testkit';
 import { brokerSpec } from '../src/config.js';
 import { type Broker, startBroker } from '../src/index.js';
 import { client, queueName } from './helpers.js';
 
-const lines: Record<string, unknown>[] = [];
+const sink = logSink();
 let server: RedisServer;
 let broker: Broker;
 let api: ReturnType<typeof client>;
@@ -22,12 +21,6 @@ before(async () => {
   // Redis came back empty and the recreated job schedulers were a legitimate second warning,
   // missed only while the kill raced ahead of their creation at boot.)
   server = await RedisServer.start({ appendOnly: true });
-  const stream = new Writable({
-    write(chunk, _encoding, done) {
-      for (const line of String(chunk).split('\n')) if (line) lines.push(JSON.parse(line));
-      done();
-    },
-  });
   const config = parseEnv(brokerSpec, {
     PORT: '0',
     HOST: '127.0.0.1',
@@ -38,7 +31,7 @@ before(async () => {
     BROKER_STATS_INTERVAL: '500',
     SHUTDOWN_TIMEOUT: '2000',
   });
-  broker = await startBroker(config, { fastify: { logger: { level: 'info', stream } } });
+  broker = await startBroker(config, { fastify: { logger: { level: 'info', stream: sink.stream } } });
   api = client(broker.url);
 });
 after(async () => {
@@ -51,7 +44,7 @@ test('an outage with refused requests and failed reconnects logs one line lost, 
   assert.equal((await api.push([{ queue, payload: 1 }])).status, 201);
   // Ready: the maintenance job schedulers exist before the outage.
   await waitFor(async () => (await api.call('GET', '/readyz')).status === 200, { what: 'ready' });
-  const before = lines.length;
+  const before = sink.lines.length;
 
   await server.kill();
   await waitFor(async () => (await api.call('GET', '/readyz')).status === 503, { what: 'not ready' });
@@ -65,7 +58,7 @@ test('an outage with refused requests and failed reconnects logs one line lost, 
   await waitFor(async () => (await api.call('GET', '/readyz')).status === 200, { what: 'ready again' });
   await sleep(1500);
 
-  const during = lines.slice(before);
+  const during = sink.records().slice(before);
   const about = (pattern: RegExp) => during.filter((line) => pattern.test(String(line.msg)));
   const report = JSON.stringify(during, null, 1);
   assert.equal(about(/^Redis at .* lost/).length, 1, report);

@@ -4,9 +4,9 @@
  * (services/broker/test/error-wire.test.ts, services/hub/test) pin their hooks.
  */
 import assert from 'node:assert/strict';
-import { Writable } from 'node:stream';
 import { test } from 'node:test';
 import { type ErrorBodyFormat, HeraldError } from '@herald/errors';
+import { logSink } from '@herald/testkit';
 import Fastify from 'fastify';
 import { installErrorHandler, type Refusal } from '../src/error-handler.js';
 
@@ -42,13 +42,7 @@ const CASES: readonly Case[] = [
 ];
 
 async function answer(format: ErrorBodyFormat, failure: () => Error) {
-  const lines: string[] = [];
-  const stream = new Writable({
-    write(chunk, _encoding, done) {
-      lines.push(String(chunk));
-      done();
-    },
-  });
+  const { stream, lines } = logSink();
   const app = Fastify({ logger: { level: 'error', stream } });
   const refusals: Refusal[] = [];
   const answered: unknown[] = [];

@@ -4,9 +4,8 @@
  */
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
-import { Writable } from 'node:stream';
 import { after, test } from 'node:test';
-import { freePort, RedisServer, waitFor } from '@herald/testkit';
+import { freePort, logSink, RedisServer, waitFor } from '@herald/testkit';
 import { pino } from 'pino';
 import { createRedis, OutageLog, parseRedisOptions, type Redis, redisTarget } from '../src/index.js';
 
@@ -104,16 +103,8 @@ test('through pino, the lost line names the error by its type and code, with no 
   // the broker's outage-log test then failed whenever the loss came with an error (EPIPE).
   const port = await freePort();
   const url = `redis://127.0.0.1:${port}`;
-  const written: string[] = [];
-  const logger = pino(
-    { level: 'info' },
-    new Writable({
-      write(chunk, _encoding, done) {
-        written.push(String(chunk));
-        done();
-      },
-    }),
-  );
+  const { stream, lines: written } = logSink();
+  const logger = pino({ level: 'info' }, stream);
   const connections = node(url, new OutageLog(logger, redisTarget(url)));
   await waitFor(() => written.length > 0, { what: 'the waiting line' });
   for (const redis of connections) redis.disconnect();

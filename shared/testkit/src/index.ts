@@ -1,4 +1,5 @@
 export { keySlot } from './key-slot.js';
+export { logSink } from './log-sink.js';
 export { freePort } from './ports.js';
 export { uniquePrefix } from './prefix.js';
 export { seededRandom } from './random.js';
