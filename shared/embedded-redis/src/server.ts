@@ -16,6 +16,9 @@ import { encodeReply, RequestParser } from './resp.js';
 /** How often keys whose time has come are deleted (lookups expire them at once anyway). */
 const EXPIRY_SWEEP_MS = 1000;
 
+/** Served here, not by the engine: they reach this server's subscribers (also from MULTI). */
+const PUBLISHING = new Set(['PUBLISH', 'SPUBLISH']);
+
 const PUBSUB_ALLOWED = new Set([
   'SUBSCRIBE',
   'UNSUBSCRIBE',
@@ -133,9 +136,13 @@ export class EmbeddedRedis {
       ];
     }
     if (connection.transaction && !['EXEC', 'DISCARD', 'MULTI', 'WATCH', 'QUIT'].includes(name)) {
-      const refused = this.engine.knows(name)
-        ? this.engine.arityError(args)
-        : new ReplyError(`ERR unknown command '${args[0] ?? ''}'`);
+      const refused = PUBLISHING.has(name)
+        ? args.length === 3
+          ? undefined
+          : errorOfArity(name)
+        : this.engine.knows(name)
+          ? this.engine.arityError(args)
+          : new ReplyError(`ERR unknown command '${args[0] ?? ''}'`);
       if (refused) {
         connection.transaction.failed = true;
         return [refused];

@@ -253,6 +253,14 @@ const CASES: Record<string, readonly Step[]> = {
     ['EXEC'],
     ['EXEC'],
     ['DISCARD'],
+    ['MULTI'],
+    ['PUBLISH', '{p}channel', 'nobody listens'],
+    ['PUBLISH', '{p}channel'],
+    ['EXEC'],
+    ['MULTI'],
+    ['PUBLISH', '{p}channel', 'nobody listens'],
+    ['INCR', '{p}m'],
+    ['EXEC'],
   ],
 };
 
