@@ -49,32 +49,37 @@ export class EmbeddedRedis {
   private readonly shardSubscribers = new Map<string, Set<Connection>>();
   private readonly sweep: NodeJS.Timeout;
 
+  private readonly server: Server;
+
   private constructor(
     readonly engine: Engine,
-    private readonly server: Server,
     private readonly directory: string,
     /** The socket's path: what a client connects to (ioredis: `new Redis(path)`). */
     readonly path: string,
   ) {
+    this.server = createServer((socket) => this.accept(socket));
     this.sweep = setInterval(() => engine.keys.expireDue(), EXPIRY_SWEEP_MS);
     this.sweep.unref();
   }
 
-  /** Starts an engine and listens on `<tmpdir>/herald-redis-XXXX/redis.sock` (directory mode 0700). */
+  /** Starts an engine and listens on `<tmpdir>/herald-redis-XXXX/redis.sock` (mkdtemp: mode 0700). */
   static async start(options: EmbeddedRedisOptions = {}): Promise<EmbeddedRedis> {
     const engine = await Engine.create(options.clock ?? systemClock);
     const directory = mkdtempSync(join(tmpdir(), 'herald-redis-'));
-    const path = join(directory, 'redis.sock');
-    let embedded: EmbeddedRedis | undefined;
-    const server = createServer((socket) => embedded?.accept(socket));
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(path, () => {
-        server.off('error', reject);
-        resolve();
+    const embedded = new EmbeddedRedis(engine, directory, join(directory, 'redis.sock'));
+    const { server } = embedded;
+    try {
+      await new Promise<void>((resolve, reject) => {
+        server.once('error', reject);
+        server.listen(embedded.path, () => {
+          server.off('error', reject);
+          resolve();
+        });
       });
-    });
-    embedded = new EmbeddedRedis(engine, server, directory, path);
+    } catch (error) {
+      await embedded.close();
+      throw error;
+    }
     return embedded;
   }
 
