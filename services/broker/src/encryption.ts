@@ -1,4 +1,5 @@
 import { createCipheriv, createDecipheriv, createHash, randomFillSync } from 'node:crypto';
+import { loggableError } from '@herald/redis';
 import type { FastifyBaseLogger } from 'fastify';
 import {
   BrokerError,
@@ -168,7 +169,7 @@ export class PayloadEncryption {
     try {
       return open();
     } catch (error) {
-      this.log.error({ queue, err: { message: (error as Error).message } }, 'payload decryption failed');
+      this.log.error({ queue, error: loggableError(error) }, 'payload decryption failed');
       throw error;
     }
   }

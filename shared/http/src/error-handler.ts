@@ -58,9 +58,10 @@ export function installErrorHandler(app: FastifyInstance, options: ErrorHandlerO
       return sendErrorBody(reply, status, thrown.message, format);
     }
     // Name, message and stack only: ioredis errors carry the failed command, whose arguments
-    // are a whole Lua script (EVAL) or every payload of the request.
+    // are a whole Lua script (EVAL) or every payload of the request. Under `error`: pino's `err`
+    // serializer would rename the type of this plain object "Object".
     request.log.error(
-      { err: { type: thrown.name, message: thrown.message, stack: thrown.stack } },
+      { error: { type: thrown.name, message: thrown.message, stack: thrown.stack } },
       'request failed',
     );
     return sendError(reply, error, format);

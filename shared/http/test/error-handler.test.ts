@@ -92,6 +92,21 @@ for (const format of ['json', 'text'] as const) {
   }
 }
 
+test("a server fault's log line names the error's type (not pino's \"Object\") with its message and stack", async () => {
+  const { logged } = await answer(
+    'json',
+    () => new TypeError(`Cannot read properties of undefined (reading '${INTERNAL}')`),
+  );
+  const line = JSON.parse(logged.trim()) as {
+    msg: string;
+    error?: { type: string; message: string; stack: string };
+  };
+  assert.equal(line.msg, 'request failed');
+  assert.equal(line.error?.type, 'TypeError');
+  assert.match(line.error?.message ?? '', /Cannot read properties of undefined/);
+  assert.match(line.error?.stack ?? '', /\n\s+at /);
+});
+
 test('a mapped refusal carries what was thrown, for the log', async () => {
   const { refusals } = await answer('json', () => new OutageError(`no reply from ${INTERNAL}`));
   assert.equal(refusals[0]?.thrown.name, 'OutageError');

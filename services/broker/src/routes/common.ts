@@ -1,4 +1,5 @@
 import { installErrorHandler } from '@herald/http';
+import { loggableError } from '@herald/redis';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { asStorageUnavailable, invalidJson, tooDeep } from '../errors.js';
 import { depthExceededAt } from '../json-depth.js';
@@ -54,8 +55,7 @@ export function registerConventions(app: FastifyInstance): void {
     // Redis is away and logged once per outage by the storage (OutageLog), so a line per refused
     // request stays at debug. The client reads a fixed text.
     logRefusal: (request, { mapped, thrown }) => {
-      if (mapped)
-        request.log.debug({ err: { type: thrown.name, message: thrown.message } }, 'storage unavailable');
+      if (mapped) request.log.debug({ error: loggableError(thrown) }, 'storage unavailable');
     },
   });
 }
