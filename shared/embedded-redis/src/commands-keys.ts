@@ -49,31 +49,10 @@ export const keyCommands = table([
       return new Status(found ? found.type : 'none');
     },
   ],
-  [
-    'PEXPIREAT',
-    -3,
-    true,
-    ({ keys }, args) => (keys.expireAt(at(args, 0), integerArgument(at(args, 1))) ? 1 : 0),
-  ],
-  [
-    'EXPIREAT',
-    -3,
-    true,
-    ({ keys }, args) => (keys.expireAt(at(args, 0), integerArgument(at(args, 1)) * 1000) ? 1 : 0),
-  ],
-  [
-    'PEXPIRE',
-    -3,
-    true,
-    ({ keys }, args) => (keys.expireAt(at(args, 0), keys.clock.now() + integerArgument(at(args, 1))) ? 1 : 0),
-  ],
-  [
-    'EXPIRE',
-    -3,
-    true,
-    ({ keys }, args) =>
-      keys.expireAt(at(args, 0), keys.clock.now() + integerArgument(at(args, 1)) * 1000) ? 1 : 0,
-  ],
+  ['PEXPIREAT', -3, true, ({ keys }, args) => expire(keys, args, (amount) => amount)],
+  ['EXPIREAT', -3, true, ({ keys }, args) => expire(keys, args, (amount) => amount * 1000)],
+  ['PEXPIRE', -3, true, ({ keys }, args) => expire(keys, args, (amount) => keys.clock.now() + amount)],
+  ['EXPIRE', -3, true, ({ keys }, args) => expire(keys, args, (amount) => keys.clock.now() + amount * 1000)],
   ['PTTL', 2, false, ({ keys }, args) => keys.timeToLive(at(args, 0))],
   [
     'TTL',
@@ -129,6 +108,38 @@ export const keyCommands = table([
   ['INCRBY', 3, true, ({ keys }, args) => incrementBy(keys, at(args, 0), integerArgument(at(args, 1)))],
   ['DECRBY', 3, true, ({ keys }, args) => incrementBy(keys, at(args, 0), -integerArgument(at(args, 1)))],
 ]);
+
+/**
+ * EXPIRE, PEXPIRE, EXPIREAT, PEXPIREAT: `at` turns the amount into ms since the epoch; NX (no
+ * expiry yet), XX (one already), GT and LT (later or earlier than the current one; none counts
+ * as forever) make it conditional, as in Redis 7. 1 when set, 0 when not (or no key).
+ */
+function expire(keys: Keyspace, args: readonly string[], at: (amount: number) => number): number {
+  const key = args[0] as string;
+  const when = at(integerArgument(args[1] as string));
+  const flags = new Set(args.slice(2).map((flag) => flag.toUpperCase()));
+  if ([...flags].some((flag) => !['NX', 'XX', 'GT', 'LT'].includes(flag))) {
+    fail(
+      new ReplyError(
+        `ERR Unsupported option ${args.slice(2).find((flag) => !['NX', 'XX', 'GT', 'LT'].includes(flag.toUpperCase()))}`,
+      ),
+    );
+  }
+  if (flags.has('NX') && flags.size > 1) {
+    fail(new ReplyError('ERR NX and XX, GT or LT options at the same time are not compatible'));
+  }
+  if (flags.has('GT') && flags.has('LT')) {
+    fail(new ReplyError('ERR GT and LT options at the same time are not compatible'));
+  }
+  const ttl = keys.timeToLive(key);
+  if (ttl === -2) return 0;
+  const current = ttl === -1 ? Number.POSITIVE_INFINITY : keys.clock.now() + ttl;
+  if (flags.has('NX') && ttl !== -1) return 0;
+  if (flags.has('XX') && ttl === -1) return 0;
+  if (flags.has('GT') && !(when > current)) return 0;
+  if (flags.has('LT') && !(when < current)) return 0;
+  return keys.expireAt(key, when) ? 1 : 0;
+}
 
 function incrementBy(keys: Keyspace, key: string, by: number): number {
   const current = keys.read(key, 'string');
