@@ -1,5 +1,5 @@
 /** Hashes, sets and lists. */
-import { at, pairs, table } from './commands.js';
+import { at, indexRange, pairs, table } from './commands.js';
 import type { Keyspace } from './keyspace.js';
 import { fail, floatArgument, integerArgument, OK, type Reply, ReplyError } from './reply.js';
 
@@ -31,16 +31,6 @@ function hashIncrement(keys: Keyspace, key: string, field: string, by: number): 
   if (!Number.isSafeInteger(next)) fail(new ReplyError('ERR increment or decrement would overflow'));
   keys.write(key, 'hash', newHash).set(field, String(next));
   return next;
-}
-
-/** LRANGE's and LTRIM's indexes: negative from the end, clamped. */
-function range(length: number, startText: string, stopText: string): [number, number] {
-  let start = integerArgument(startText);
-  let stop = integerArgument(stopText);
-  if (start < 0) start = Math.max(0, length + start);
-  if (stop < 0) stop = length + stop;
-  stop = Math.min(stop, length - 1);
-  return [start, stop];
 }
 
 export const collectionCommands = table([
@@ -158,7 +148,7 @@ export const collectionCommands = table([
     false,
     ({ keys }, args): Reply => {
       const list = keys.read(at(args, 0), 'list') ?? [];
-      const [start, stop] = range(list.length, at(args, 1), at(args, 2));
+      const [start, stop] = indexRange(list.length, at(args, 1), at(args, 2));
       return start > stop ? [] : list.slice(start, stop + 1);
     },
   ],
@@ -169,7 +159,7 @@ export const collectionCommands = table([
     ({ keys }, args) => {
       const list = keys.read(at(args, 0), 'list');
       if (!list) return OK;
-      const [start, stop] = range(list.length, at(args, 1), at(args, 2));
+      const [start, stop] = indexRange(list.length, at(args, 1), at(args, 2));
       const kept = start > stop ? [] : list.slice(start, stop + 1);
       list.splice(0, list.length, ...kept);
       keys.dropIfEmpty(at(args, 0), list.length);

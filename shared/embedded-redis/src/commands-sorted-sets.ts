@@ -1,5 +1,5 @@
 /** Sorted sets: members ordered by score, then by member. */
-import { at, table } from './commands.js';
+import { at, indexRange, table } from './commands.js';
 import type { Keyspace, SortedSetValue } from './keyspace.js';
 import {
   errors,
@@ -107,15 +107,9 @@ function byScore(keys: Keyspace, args: readonly string[], reverse: boolean): Rep
 
 function byIndex(keys: Keyspace, args: readonly string[], reverse: boolean): Reply {
   const set = keys.read(at(args, 0), 'zset');
-  let start = integerArgument(at(args, 1));
-  let stop = integerArgument(at(args, 2));
+  const [start, stop] = indexRange(set?.order.length ?? 0, at(args, 1), at(args, 2));
   const options = rangeOptions(args.slice(3), false);
-  if (!set) return [];
-  const length = set.order.length;
-  if (start < 0) start = Math.max(0, length + start);
-  if (stop < 0) stop = length + stop;
-  stop = Math.min(stop, length - 1);
-  if (start > stop) return [];
+  if (!set || start > stop) return [];
   const entries = reverse ? [...set.order].reverse() : set.order;
   return reply(entries.slice(start, stop + 1), options.withScores);
 }
@@ -211,14 +205,8 @@ export const sortedSetCommands = table([
     true,
     ({ keys }, args) => {
       const set = keys.read(at(args, 0), 'zset');
-      let start = integerArgument(at(args, 1));
-      let stop = integerArgument(at(args, 2));
-      if (!set) return 0;
-      const length = set.order.length;
-      if (start < 0) start = Math.max(0, length + start);
-      if (stop < 0) stop = length + stop;
-      stop = Math.min(stop, length - 1);
-      if (start > stop) return 0;
+      const [start, stop] = indexRange(set?.order.length ?? 0, at(args, 1), at(args, 2));
+      if (!set || start > stop) return 0;
       const doomed = set.order.slice(start, stop + 1);
       for (const entry of doomed) remove(set, entry.member);
       keys.dropIfEmpty(at(args, 0), set.scores.size);

@@ -4,7 +4,7 @@
  * commands, checked one by one against a real Redis (test/commands-differential.test.ts).
  */
 import type { Keyspace } from './keyspace.js';
-import { errors, fail, type Reply, ReplyError } from './reply.js';
+import { errors, fail, integerArgument, type Reply, ReplyError } from './reply.js';
 
 export interface CommandContext {
   readonly keys: Keyspace;
@@ -52,6 +52,18 @@ export function at(args: readonly string[], index: number): string {
   const value = args[index];
   if (value === undefined) fail(errors.syntax());
   return value;
+}
+
+/**
+ * LRANGE's, ZRANGE's and their kin's indexes (`start stop`, negative from the end), clamped to
+ * a collection of `length`: empty when `start > stop`.
+ */
+export function indexRange(length: number, startText: string, stopText: string): [number, number] {
+  let start = integerArgument(startText);
+  let stop = integerArgument(stopText);
+  if (start < 0) start = Math.max(0, length + start);
+  if (stop < 0) stop = length + stop;
+  return [start, Math.min(stop, length - 1)];
 }
 
 /** Pairs `[a, b, c, d]` into `[[a, b], [c, d]]`; an odd count is Redis's arity error for `name`. */
