@@ -234,6 +234,64 @@ export function estimateProgramSize(source: string, budget = MAX_PROGRAM_SIZE): 
 }
 
 /**
+ * Work accounting, for tests: "matching is linear in the topic" is checked by counting what the
+ * engine does, not by timing it (a timing bound flakes on a loaded machine, and a fast machine
+ * hides a slow algorithm). While `countEngineReads` runs, each program reads its text through a
+ * String whose `charCodeAt` counts: every re2js engine (lazy DFA, NFA, one-pass, bit-state)
+ * decodes the text one character at a time through `charCodeAt` in its inner loop, and that loop
+ * does at most one program's worth of work per read. RE2 reads each position of the text once
+ * per pass (the DFA, then the NFA when the DFA gives up), at most once per instruction in the
+ * bit-state engine; a backtracking engine re-reads it once per path it tries. Outside
+ * `countEngineReads` the text is passed as is: the production path costs one comparison.
+ */
+export class EngineReadLimitError extends Error {
+  override readonly name = 'EngineReadLimitError';
+}
+
+interface ReadCounter {
+  reads: number;
+  readonly limit: number;
+}
+
+let readCounter: ReadCounter | undefined;
+
+class CountedText extends String {
+  constructor(
+    text: string,
+    private readonly counter: ReadCounter,
+  ) {
+    super(text);
+  }
+
+  override charCodeAt(index: number): number {
+    this.counter.reads += 1;
+    if (this.counter.reads > this.counter.limit) {
+      // A runaway (backtracking) match stops here rather than running for minutes.
+      throw new EngineReadLimitError(`more than ${this.counter.limit} character reads`);
+    }
+    return super.charCodeAt(index);
+  }
+}
+
+/**
+ * Runs `run` counting the characters every BoundedProgram reads meanwhile (see above); throws
+ * EngineReadLimitError once they pass `limit`. Not reentrant across async work: for tests.
+ */
+export function countEngineReads<T>(
+  run: () => T,
+  limit = Number.POSITIVE_INFINITY,
+): { result: T; reads: number } {
+  const counter: ReadCounter = { reads: 0, limit };
+  const outer = readCounter;
+  readCounter = counter;
+  try {
+    return { result: run(), reads: counter.reads };
+  } finally {
+    readCounter = outer;
+  }
+}
+
+/**
  * Compiles `source` for whole-text matching within `budget` instructions: refuses before
  * compiling when the estimate is over, and after when the real program is (belt and braces:
  * the estimate is an upper bound by construction, the real size is what costs).
@@ -253,7 +311,11 @@ export function compileBounded(source: string, budget = MAX_PROGRAM_SIZE): Bound
   dfa.memBudget = DFA_BUDGET_BYTES;
   dfa.maxMem = DFA_BUDGET_BYTES;
   return {
-    test: (text) => compiled.testExact(text),
+    test: (text) =>
+      readCounter === undefined
+        ? compiled.testExact(text)
+        : // re2js takes a String object as it takes a string (its inputs read with charCodeAt).
+          compiled.testExact(new CountedText(text, readCounter) as unknown as string),
     programSize,
     memoryBytes: programSize * BYTES_PER_INSTRUCTION + DFA_HEAP_BYTES,
   };
