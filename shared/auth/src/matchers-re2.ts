@@ -1,3 +1,4 @@
+import { channel } from 'node:diagnostics_channel';
 import { RE2JS } from 're2js';
 
 /**
@@ -292,6 +293,27 @@ export function countEngineReads<T>(
 }
 
 /**
+ * The costly steps of turning a client's pattern into a matcher, published on a diagnostics
+ * channel as they happen (nothing is built or sent without a subscriber): an RE2 compile, with
+ * the instructions it produced (published before the program-size check, so a compile that is
+ * then refused counts too), and a URL pattern handed to the urlpattern-polyfill parser, which
+ * runs the pattern's protocol part as a backtracking RegExp. The hub's flood test
+ * (test/hub/pattern-flood.test.ts) subscribes inside the hub process and checks by counting,
+ * not timing, that hostile patterns are refused before these steps.
+ */
+export const PATTERN_WORK_CHANNEL = 'herald:auth:pattern-work';
+
+export type PatternWork =
+  | { readonly stage: 're2-compile'; readonly instructions: number }
+  | { readonly stage: 'urlpattern-parse'; readonly pattern: string };
+
+const patternWork = channel(PATTERN_WORK_CHANNEL);
+
+export function reportPatternWork(work: () => PatternWork): void {
+  if (patternWork.hasSubscribers) patternWork.publish(work());
+}
+
+/**
  * Compiles `source` for whole-text matching within `budget` instructions: refuses before
  * compiling when the estimate is over, and after when the real program is (belt and braces:
  * the estimate is an upper bound by construction, the real size is what costs).
@@ -305,6 +327,7 @@ export function compileBounded(source: string, budget = MAX_PROGRAM_SIZE): Bound
     throw new Re2SyntaxError('the pattern does not compile');
   }
   const programSize = compiled.programSize();
+  reportPatternWork(() => ({ stage: 're2-compile', instructions: programSize }));
   if (programSize > budget) throw new PatternTooComplexError('program too large');
   const dfa = compiled.re2Input.dfa;
   dfa.stateBudget = DFA_BUDGET_BYTES;

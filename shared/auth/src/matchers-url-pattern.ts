@@ -4,6 +4,7 @@ import {
   compileBounded,
   MAX_PROGRAM_SIZE,
   PatternTooComplexError,
+  reportPatternWork,
 } from './matchers-re2.js';
 
 /**
@@ -470,6 +471,7 @@ function isForbiddenHostname(hostname: string): boolean {
  */
 export function compileUrlPattern(pattern: string, baseUrl: string): BoundedProgram {
   checkProtocolPart(pattern);
+  reportPatternWork(() => ({ stage: 'urlpattern-parse', pattern }));
   let parsed: URLPattern;
   try {
     parsed = new URLPattern(pattern, baseUrl);
