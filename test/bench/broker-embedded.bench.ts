@@ -12,7 +12,7 @@ import { randomUUID } from 'node:crypto';
 import { loadavg } from 'node:os';
 import type { BrokerStorage } from '@herald/broker';
 
-type PushItem = Parameters<BrokerStorage['push']>[0][number];
+type PushItem = Parameters<BrokerStorage['queues']['push']>[0][number];
 
 import * as broker from '@herald/broker';
 import { RedisServer, uniquePrefix } from '@herald/testkit';
@@ -43,14 +43,14 @@ function items(queue: string, count: number): PushItem[] {
 async function measure(name: string, storage: BrokerStorage): Promise<Row> {
   const queue = `bench-${randomUUID().slice(0, 8)}`;
   // Warm-up: scripts loaded, JIT warm.
-  await storage.push(items(`${queue}-warm`, BATCH));
+  await storage.queues.push(items(`${queue}-warm`, BATCH));
   let started = performance.now();
-  for (let pushed = 0; pushed < MESSAGES; pushed += BATCH) await storage.push(items(queue, BATCH));
+  for (let pushed = 0; pushed < MESSAGES; pushed += BATCH) await storage.queues.push(items(queue, BATCH));
   const pushPerSecond = MESSAGES / ((performance.now() - started) / 1000);
   started = performance.now();
   let consumed = 0;
   while (consumed < MESSAGES) {
-    const popped = await storage.pop({
+    const popped = await storage.queues.pop({
       queue,
       partition: undefined,
       group: '__QUEUE_MODE__',
@@ -61,7 +61,7 @@ async function measure(name: string, storage: BrokerStorage): Promise<Row> {
     });
     const partition = popped.partitions[0];
     if (!partition) throw new Error(`${name}: pop answered nothing after ${consumed}`);
-    await storage.ack(
+    await storage.queues.ack(
       partition.messages.map((message) => ({
         transactionId: message.transactionId,
         partitionId: partition.partitionId,
@@ -76,7 +76,7 @@ async function measure(name: string, storage: BrokerStorage): Promise<Row> {
   const popAckPerSecond = MESSAGES / ((performance.now() - started) / 1000);
   const singles = Math.min(MESSAGES, 5_000);
   started = performance.now();
-  for (let pushed = 0; pushed < singles; pushed++) await storage.push(items(`${queue}-one`, 1));
+  for (let pushed = 0; pushed < singles; pushed++) await storage.queues.push(items(`${queue}-one`, 1));
   const pushOnePerSecond = singles / ((performance.now() - started) / 1000);
   return { name, pushPerSecond, popAckPerSecond, pushOnePerSecond };
 }

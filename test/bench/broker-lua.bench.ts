@@ -55,7 +55,7 @@ async function round(variant: (typeof variants)[number], index: number): Promise
   const { storage, times } = variant;
   const partition = `p${index % 10}`;
   await timedCall(times.push as number[], () =>
-    storage.push(
+    storage.queues.push(
       Array.from({ length: BATCH }, (_, i) => ({
         queue: 'bench',
         partition,
@@ -68,7 +68,7 @@ async function round(variant: (typeof variants)[number], index: number): Promise
     ),
   );
   const popped = await timedCall(times.pop as number[], () =>
-    storage.pop({
+    storage.queues.pop({
       queue: 'bench',
       partition,
       group: '__QUEUE_MODE__',
@@ -81,7 +81,7 @@ async function round(variant: (typeof variants)[number], index: number): Promise
   const [leased] = popped.partitions;
   if (!leased || leased.messages.length !== BATCH) throw new Error(`${variant.label}: pop returned too few`);
   const results = await timedCall(times.ack as number[], () =>
-    storage.ack(
+    storage.queues.ack(
       leased.messages.map((message) => ({
         transactionId: message.transactionId,
         partitionId: leased.partitionId,

@@ -74,7 +74,7 @@ async function retentionDriver(mode: Mode, stopped: () => boolean): Promise<void
   while (!stopped()) {
     const started = performance.now();
     // A budget of 0 ends a run after its first round: one script call per queue.
-    await broker.storage.applyRetention(mode === 'one call' ? 0 : undefined);
+    await broker.storage.housekeeping.applyRetention(mode === 'one call' ? 0 : undefined);
     await sleep(Math.max(0, RETENTION_INTERVAL_MS - (performance.now() - started)));
   }
 }

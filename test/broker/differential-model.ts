@@ -8,12 +8,12 @@ import type { BrokerStorage } from '@herald/broker';
 import type { Clock } from '@herald/redis';
 import { seededRandom } from '@herald/testkit';
 
-type QueueOptions = Parameters<BrokerStorage['configure']>[1];
-type PushItem = Parameters<BrokerStorage['push']>[0][number];
-type AckInput = Parameters<BrokerStorage['ack']>[0][number];
+type QueueOptions = Parameters<BrokerStorage['catalog']['configure']>[1];
+type PushItem = Parameters<BrokerStorage['queues']['push']>[0][number];
+type AckInput = Parameters<BrokerStorage['queues']['ack']>[0][number];
 type AckStatus = AckInput['status'];
-type PopResult = Awaited<ReturnType<BrokerStorage['pop']>>;
-type TransactionOperation = Parameters<BrokerStorage['transaction']>[0][number];
+type PopResult = Awaited<ReturnType<BrokerStorage['queues']['pop']>>;
+type TransactionOperation = Parameters<BrokerStorage['queues']['transaction']>[0][number];
 type CycleInput = Parameters<BrokerStorage['streams']['cycle']>[0];
 type CycleAckStatus = NonNullable<CycleInput['ack']>['status'];
 
@@ -305,10 +305,10 @@ export class Runner {
     };
   }
 
-  private remember(pushedResults: { partition_id: string; transaction_id: string; status: string }[]): void {
+  private remember(pushedResults: { partitionId: string; transactionId: string; status: string }[]): void {
     for (const result of pushedResults) {
       if (result.status === 'queued') {
-        this.pushed.push({ partitionId: result.partition_id, transactionId: result.transaction_id });
+        this.pushed.push({ partitionId: result.partitionId, transactionId: result.transactionId });
       }
     }
   }
@@ -330,16 +330,16 @@ export class Runner {
       case 'configure': {
         const queue = this.queues[operation.queue] as string;
         const [namespace = '', task = ''] = operation.named ? ['ns', 'task'] : queue.split('.');
-        return storage.configure(queue, operation.options, { namespace, task });
+        return storage.catalog.configure(queue, operation.options, { namespace, task });
       }
       case 'push': {
-        const results = await storage.push(operation.items.map((spec) => this.item(spec)));
+        const results = await storage.queues.push(operation.items.map((spec) => this.item(spec)));
         this.remember(results);
         return results;
       }
       case 'pop': {
         const group = GROUPS[operation.group] as string;
-        const result = await storage.pop({
+        const result = await storage.queues.pop({
           queue: this.queues[operation.queue] as string,
           partition: operation.partition === null ? undefined : (PARTITIONS[operation.partition] as string),
           group,
@@ -366,7 +366,7 @@ export class Runner {
       }
       case 'ack': {
         const acks = operation.acks.flatMap((spec) => this.ack(spec) ?? []);
-        return acks.length === 0 ? 'nothing popped yet' : storage.ack(acks);
+        return acks.length === 0 ? 'nothing popped yet' : storage.queues.ack(acks);
       }
       case 'transaction': {
         const parts: TransactionOperation[] = operation.parts.flatMap((part): TransactionOperation[] => {
@@ -375,7 +375,7 @@ export class Runner {
           return ack ? [{ type: 'ack', ack }] : [];
         });
         if (parts.length === 0) return 'nothing to do';
-        const outcome = await storage.transaction(parts);
+        const outcome = await storage.queues.transaction(parts);
         if (outcome.success) {
           for (const result of outcome.results) {
             if (result.type === 'push' && result.status === 'queued') {
@@ -391,18 +391,18 @@ export class Runner {
       case 'extend': {
         const pop = this.pops[operation.pop % Math.max(1, this.pops.length)];
         const leaseId = pop?.result.partitions[0]?.leaseId ?? 'lease-nobody-holds';
-        return storage.extendLease(leaseId, operation.seconds);
+        return storage.queues.extendLease(leaseId, operation.seconds);
       }
       case 'release': {
         const pop = this.pops[operation.pop % Math.max(1, this.pops.length)];
         if (!pop) return 'nothing popped yet';
-        await storage.release(pop.result, pop.group);
+        await storage.queues.release(pop.result, pop.group);
         return 'released';
       }
       case 'seek': {
         const partition =
           operation.partition === null ? undefined : (PARTITIONS[operation.partition] as string);
-        return storage.seek(
+        return storage.groups.seek(
           this.queues[operation.queue] as string,
           GROUPS[operation.group] as string,
           partition,
@@ -414,23 +414,26 @@ export class Runner {
       case 'deleteMessage': {
         const message = this.pushed[operation.pushed % Math.max(1, this.pushed.length)];
         if (!message) return 'nothing pushed yet';
-        return storage.deleteMessage(message.partitionId, message.transactionId);
+        return storage.messages.delete(message.partitionId, message.transactionId);
       }
       case 'deleteQueue':
-        return storage.deleteQueue(this.queues[operation.queue] as string);
+        return storage.catalog.delete(this.queues[operation.queue] as string);
       case 'deleteGroup':
-        return storage.deleteGroup(this.queues[operation.queue] as string, GROUPS[operation.group] as string);
+        return storage.groups.delete(
+          this.queues[operation.queue] as string,
+          GROUPS[operation.group] as string,
+        );
       case 'requeue': {
         const queue = this.queues[operation.queue] as string;
-        const { messages } = await storage.listDeadLetters({ queue, limit: 1000, offset: 0 });
+        const { messages } = await storage.deadLetters.list({ queue, limit: 1000, offset: 0 });
         if (messages.length === 0) return 'no dead letters';
         const ids = operation.picks.map(
           (pick) => (messages[pick % messages.length] as { dlqId: string }).dlqId,
         );
-        return storage.requeueDeadLetters(queue, ids);
+        return storage.deadLetters.requeue(queue, ids);
       }
       case 'sweepLeases':
-        return storage.sweepLeases();
+        return storage.housekeeping.sweepLeases();
       case 'streamsRegister': {
         const outcome = await storage.streams.register({
           name: `query${operation.query}`,
@@ -480,23 +483,23 @@ export class Runner {
         return storage.streams.state(this.queries.get(operation.query) ?? 'no-such-query', shard, []);
       }
       case 'retention':
-        return storage.applyRetention();
+        return storage.housekeeping.applyRetention();
       case 'stats':
-        return storage.refreshStats();
+        return storage.housekeeping.refreshStats();
     }
   }
 
   /** What the storage shows of its queues after an operation. */
   async observe(): Promise<unknown> {
     const storage = this.storage;
-    const queues = await storage.listQueues();
+    const queues = await storage.catalog.list();
     const perQueue = await Promise.all(
       this.queues.map(async (queue) => ({
         queue,
-        groups: await storage.groupsOf(queue),
-        messages: await storage.listMessages({ queue, limit: 1000 }),
-        states: await storage.listQueueMessages({ queue, limit: 1000, offset: 0 }),
-        deadLetters: await storage.listDeadLetters({ queue, limit: 1000, offset: 0 }),
+        groups: await storage.groups.list(queue),
+        messages: await storage.messages.list({ queue, limit: 1000 }),
+        states: await storage.messages.states({ queue, limit: 1000, offset: 0 }),
+        deadLetters: await storage.deadLetters.list({ queue, limit: 1000, offset: 0 }),
       })),
     );
     // Per query, in name order: Redis lists a hash in no fixed order once its values are long.

@@ -3,7 +3,7 @@
   KEYS[1]   base: <prefix>{<queue>}: (every key the script touches is this text plus a suffix)
   Returns the partition ids that existed (so the caller can drop them from the global index).
   Resend-safe: naturally for its effects; a second run returns no partition ids, so the caller
-  also reads them before the call (redis/queues.ts deleteQueue) to drop the first run's from the
+  also reads them before the call (redis/catalog.ts delete) to drop the first run's from the
   index.
 ]]
 --@include ckey

@@ -3,8 +3,8 @@
   unless all pass. A transaction may span queues: each queue it touches is declared.
   KEYS[1]   base: <prefix>{<tag>}:... the base of the first queue the transaction touches
   KEYS[2..] bases: the base of each further queue it touches, once each (the file name's 1 is
-            the least number of keys: one per queue touched; redis/transaction.ts passes them).
-            On Redis Cluster they must share one hash tag (one slot): redis/transaction.ts
+            the least number of keys: one per queue touched; redis/queue-store.ts passes them).
+            On Redis Cluster they must share one hash tag (one slot): redis/queue-store.ts
             refuses a transaction spanning slots before running this
             (docs/broker-topologies.md "Redis topologies").
   ARGV[1..] operations: each starting with its type and the index of its queue's base in KEYS:

@@ -47,16 +47,16 @@ export function parseBatchAckBody(body: unknown): AckInput[] {
 /** Per-item results (HTTP 200): a rejected ack is `success:false` with its reason, as in Queen. */
 export async function ack(context: BrokerContext, acks: AckInput[]): Promise<AckResult[]> {
   if (acks.length === 0) return [];
-  const results = await context.storage.ack(acks);
+  const results = await context.storage.queues.ack(acks);
   // One counter update per (queue, status), not per ack: label lookups showed in the profile.
   const counts = new Map<string, { queue: string; status: AckStatus; count: number }>();
   results.forEach((result, index) => {
-    if (!result.success || !result.queueName) return;
+    if (!result.success || !result.queue) return;
     const status = (acks[index] as AckInput).status;
-    const key = `${status}\0${result.queueName}`;
+    const key = `${status}\0${result.queue}`;
     const entry = counts.get(key);
     if (entry) entry.count++;
-    else counts.set(key, { queue: result.queueName, status, count: 1 });
+    else counts.set(key, { queue: result.queue, status, count: 1 });
   });
   for (const { queue, status, count } of counts.values()) context.metrics.acked.inc({ queue, status }, count);
   return results;

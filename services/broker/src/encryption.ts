@@ -8,7 +8,7 @@ import {
   invalidRequest,
   undecryptable,
 } from './errors.js';
-import type { BrokerStorage, MessageView, PopResult, PushItem } from './storage.js';
+import type { MessageView, PopResult, PushItem, QueueCatalog } from './storage.js';
 
 /**
  * Payload encryption for queues configured with `encryptionEnabled` (docs/broker-encryption.md "Payload
@@ -159,7 +159,7 @@ export class PayloadEncryption {
   private readonly flags = new Map<string, { enabled: boolean; until: number }>();
 
   constructor(
-    private readonly storage: BrokerStorage,
+    private readonly catalog: QueueCatalog,
     readonly cipher: PayloadCipher,
     private readonly log: FastifyBaseLogger,
   ) {}
@@ -188,7 +188,7 @@ export class PayloadEncryption {
     const now = Date.now();
     const known = this.flags.get(queue);
     if (known && known.until > now) return known.enabled;
-    const enabled = (await this.storage.getQueue(queue))?.options.encryptionEnabled === true;
+    const enabled = (await this.catalog.get(queue))?.options.encryptionEnabled === true;
     // Bounded: a queue seen once costs one entry until it is read again, and the map is
     // cleared rather than grown past the bound (the entries are only a cache).
     if (this.flags.size >= 10_000) this.flags.clear();

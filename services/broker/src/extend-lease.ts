@@ -1,5 +1,5 @@
 // Lease extension at the edge (POST /api/v1/lease/:leaseId/extend): parses the seconds and asks
-// the storage, which extends (redis/leases.ts, lua/extend-lease-1.lua).
+// the storage, which extends (redis/queue-store.ts, lua/extend-lease-1.lua).
 import type { BrokerContext } from './context.js';
 import { invalidRequest } from './errors.js';
 import type { LeaseExtension } from './storage.js';
@@ -18,7 +18,7 @@ export async function extendLease(
   context: BrokerContext,
   leaseId: string,
   seconds: number,
-): Promise<LeaseExtension[]> {
+): Promise<LeaseExtension> {
   if (leaseId === '' || leaseId.length > LIMITS.maxNameLength) throw invalidRequest('leaseId is invalid');
-  return [await context.storage.extendLease(leaseId, seconds)];
+  return context.storage.queues.extendLease(leaseId, seconds);
 }

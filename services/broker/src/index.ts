@@ -122,7 +122,9 @@ export async function startBroker(config: BrokerConfig, options: StartOptions = 
     );
   }
   const activeStorage = storage;
-  const longPoll = new LongPoll(activeStorage, (parked) => brokerMetrics.parkedLongPolls.set(parked));
+  const longPoll = new LongPoll(activeStorage.availability, (parked) =>
+    brokerMetrics.parkedLongPolls.set(parked),
+  );
   const context: BrokerContext = {
     storage: activeStorage,
     clock: options.clock ?? systemClock,
@@ -130,7 +132,7 @@ export async function startBroker(config: BrokerConfig, options: StartOptions = 
     longPoll,
     log: app.log,
     encryption: new PayloadEncryption(
-      activeStorage,
+      activeStorage.catalog,
       new PayloadCipher(config.QUEEN_ENCRYPTION_KEY, config.QUEEN_ENCRYPTION_OLD_KEYS),
       app.log,
     ),
@@ -147,14 +149,19 @@ export async function startBroker(config: BrokerConfig, options: StartOptions = 
   // (issue #9, defect 7); maintenance schedules its jobs when Redis is reachable.
   const maintenance: Maintenance = redisTopology
     ? startRedisMaintenance({
-        storage: activeStorage,
+        housekeeping: activeStorage.housekeeping,
         metrics: brokerMetrics,
         topology: redisTopology,
         keyPrefix: config.BROKER_KEY_PREFIX,
         intervals,
         log: app.log,
       })
-    : startMemoryMaintenance({ storage: activeStorage, metrics: brokerMetrics, intervals, log: app.log });
+    : startMemoryMaintenance({
+        housekeeping: activeStorage.housekeeping,
+        metrics: brokerMetrics,
+        intervals,
+        log: app.log,
+      });
 
   await app.register(brokerAuthPlugin, {
     settings: config,

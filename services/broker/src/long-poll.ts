@@ -1,4 +1,4 @@
-import type { BrokerStorage } from './storage.js';
+import type { Availability } from './storage.js';
 
 /** Why a parked pop resumed: a notification (it may have to pass the wake-up on) or anything else. */
 export type WakeReason = 'notified' | 'other';
@@ -35,10 +35,10 @@ export class LongPoll {
   private closed = false;
 
   constructor(
-    private readonly storage: BrokerStorage,
+    private readonly availability: Availability,
     private readonly onParkedChange: (parked: number) => void = () => undefined,
   ) {
-    this.unsubscribe = storage.onAvailable((queue, capacity) => this.wake(queue, capacity));
+    this.unsubscribe = availability.onAvailable((queue, capacity) => this.wake(queue, capacity));
   }
 
   /** True once the node is shutting down: parked pops answer instead of waiting. */
@@ -104,7 +104,7 @@ export class LongPoll {
         groups = new Map();
         this.waiters.set(queue, groups);
         // On Redis Cluster a queue's notifications reach only the nodes watching it.
-        const unwatch = queue === '' ? undefined : this.storage.watchQueue?.(queue);
+        const unwatch = queue === '' ? undefined : this.availability.watchQueue(queue);
         if (unwatch) this.unwatch.set(queue, unwatch);
       }
       let set = groups.get(group);

@@ -13,7 +13,7 @@ import {
 import { type Job, Queue, Worker } from 'bullmq';
 import type { FastifyBaseLogger } from 'fastify';
 import type { BrokerMetrics } from './metrics.js';
-import type { BrokerStorage } from './storage.js';
+import type { Housekeeping } from './storage.js';
 
 export interface MaintenanceIntervals {
   readonly leaseSweepMs: number;
@@ -66,17 +66,17 @@ export const STALE_GRACE_MS = 2000;
 /** Bound on the Redis round trip of the readiness check (Redis away: commands are queued). */
 const CHECK_REPLY_MS = 1000;
 
-function runner(storage: BrokerStorage, metrics: BrokerMetrics): Record<JobName, () => Promise<unknown>> {
+function runner(housekeeping: Housekeeping, metrics: BrokerMetrics): Record<JobName, () => Promise<unknown>> {
   return {
     // Lease expiry is also applied lazily by pop; the sweep makes expired leases count as an
     // attempt (and dead-letter) even when nobody pops, and wakes parked pops on every node.
     'lease-sweep': async () => {
-      const sweep = await storage.sweepLeases();
+      const sweep = await housekeeping.sweepLeases();
       for (const { queue, count } of sweep.expired) metrics.leaseExpiries.inc({ queue }, count);
       return sweep;
     },
-    retention: () => storage.applyRetention(),
-    stats: () => storage.refreshStats(),
+    retention: () => housekeeping.applyRetention(),
+    stats: () => housekeeping.refreshStats(),
   };
 }
 
@@ -100,7 +100,7 @@ const BULL_AFTER_OUTAGE = /Missing key for job|Missing lock for job|could not re
  * stamp is older than STALE_INTERVALS of its interval (+ STALE_GRACE_MS) fails readiness.
  */
 export function startRedisMaintenance(options: {
-  storage: BrokerStorage;
+  housekeeping: Housekeeping;
   /** This node's name, given to its worker so the node list can show it (defaults to nodeName()). */
   nodeName?: string;
   metrics: BrokerMetrics;
@@ -110,7 +110,7 @@ export function startRedisMaintenance(options: {
   intervals: MaintenanceIntervals;
   log: FastifyBaseLogger;
 }): Maintenance {
-  const { storage, metrics, intervals, log } = options;
+  const { housekeeping, metrics, intervals, log } = options;
   const selfName = options.nodeName ?? nodeName();
   const prefix = `{${options.keyPrefix}bull}`;
   const heartbeatKey = `${prefix}:herald-maintenance-heartbeat`;
@@ -130,7 +130,7 @@ export function startRedisMaintenance(options: {
   // stalled primary) would otherwise queue the read behind them, hiding which jobs are late.
   const checkConnection = connect('herald-broker-maintenance-check');
   const queue = new Queue('broker-maintenance', { connection: queueConnection, prefix });
-  const jobs = runner(storage, metrics);
+  const jobs = runner(housekeeping, metrics);
   const worker = new Worker(
     'broker-maintenance',
     async (job: Job) => {
@@ -227,7 +227,7 @@ export function startRedisMaintenance(options: {
   const unstampedSince = new Map<JobName, number>();
   return {
     async refreshStats() {
-      await storage.refreshStats();
+      await housekeeping.refreshStats();
     },
     async readiness() {
       if (establishProblem) return establishProblem;
@@ -296,13 +296,13 @@ export function startRedisMaintenance(options: {
 
 /** The in-process backend has one node: plain timers. */
 export function startMemoryMaintenance(options: {
-  storage: BrokerStorage;
+  housekeeping: Housekeeping;
   nodeName?: string;
   metrics: BrokerMetrics;
   intervals: MaintenanceIntervals;
   log: FastifyBaseLogger;
 }): Maintenance {
-  const jobs = runner(options.storage, options.metrics);
+  const jobs = runner(options.housekeeping, options.metrics);
   const selfName = options.nodeName ?? nodeName();
   const every: Record<JobName, number> = {
     'lease-sweep': options.intervals.leaseSweepMs,
@@ -321,7 +321,7 @@ export function startMemoryMaintenance(options: {
   for (const timer of timers) timer.unref();
   return {
     async refreshStats() {
-      await options.storage.refreshStats();
+      await options.housekeeping.refreshStats();
     },
     // Timers in this process: they run as long as it does.
     async readiness() {

@@ -83,7 +83,7 @@ export function createBrokerMetrics(
         this.reset();
         const snapshot =
           (await storage()
-            ?.cachedStats()
+            ?.housekeeping.cachedStats()
             .catch(() => [])) ?? [];
         const values = new Map<string, number>();
         for (const stats of snapshot) {

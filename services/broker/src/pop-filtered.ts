@@ -26,7 +26,7 @@ export function parseFilteredPopQuery(
 
 /** The queues a filtered pop tries, in name order, at most `maxQueuesPerFilteredPop`. */
 async function matchingQueues(context: BrokerContext, filter: PopFilter): Promise<string[]> {
-  return (await context.storage.listQueues())
+  return (await context.storage.catalog.list())
     .filter(
       (queue) =>
         (filter.namespace === null || queue.namespace === filter.namespace) &&

@@ -83,25 +83,26 @@ export async function popOnce(
   signal: AbortSignal,
 ): Promise<PopAttempt> {
   const { storage } = context;
-  if ((await storage.flags()).popMaintenanceMode) return { result: undefined, nextReadyAt: 0, paused: true };
+  if ((await storage.flags.get()).popMaintenanceMode)
+    return { result: undefined, nextReadyAt: 0, paused: true };
   const leased = { ...request, leaseId: newId() };
-  const stored = await storage.pop(leased);
+  const stored = await storage.queues.pop(leased);
   if (count(stored) === 0) return { result: undefined, nextReadyAt: stored.nextReadyAt };
   let result: PopResult;
   try {
     result = context.encryption.openPop(stored);
   } catch (error) {
     // Given back uncounted: a node without the key must not walk messages to the DLQ.
-    await storage.release(stored, leased.group);
+    await storage.queues.release(stored, leased.group);
     throw error;
   }
   if (signal.aborted) {
-    await storage.release(stored, leased.group);
+    await storage.queues.release(stored, leased.group);
     return { result: undefined, nextReadyAt: 0 };
   }
   if (autoAck) {
     // Acked only once the client is known to be there: a lease first, then the ack.
-    await storage.ack(
+    await storage.queues.ack(
       result.partitions.flatMap((popped) =>
         popped.messages.map((message) => ({
           transactionId: message.transactionId,

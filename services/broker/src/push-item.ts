@@ -15,12 +15,12 @@ export interface PushItem {
   producerSub: string | null;
 }
 
+/** What one push item became (routes/wire.ts gives it Queen's names). */
 export interface PushResult {
-  index: number;
-  transaction_id: string;
+  transactionId: string;
   status: 'queued' | 'duplicate';
-  message_id: string;
-  partition_id: string;
-  trace_id: string | null;
-  queueName: string;
+  messageId: string;
+  partitionId: string;
+  traceId: string | null;
+  queue: string;
 }

@@ -51,12 +51,12 @@ export function parsePushBody(
 /** Stores items; resolves only after Redis acknowledged the write (the 201 promise). */
 export async function push(context: BrokerContext, items: PushItem[]): Promise<PushResult[]> {
   if (items.length === 0) return [];
-  if ((await context.storage.flags()).maintenanceMode) throw maintenanceMode();
-  const results = await context.encryption.store(items, (sealed) => context.storage.push(sealed));
+  if ((await context.storage.flags.get()).maintenanceMode) throw maintenanceMode();
+  const results = await context.encryption.store(items, (sealed) => context.storage.queues.push(sealed));
   // One counter update per queue, not per item.
   const queued = new Map<string, number>();
   for (const result of results) {
-    if (result.status === 'queued') queued.set(result.queueName, (queued.get(result.queueName) ?? 0) + 1);
+    if (result.status === 'queued') queued.set(result.queue, (queued.get(result.queue) ?? 0) + 1);
   }
   for (const [queue, count] of queued) context.metrics.pushed.inc({ queue }, count);
   return results;

@@ -1,9 +1,10 @@
 /**
- * The storage port: what the broker needs from a backend. One adapter implements it,
- * storage-redis.ts (Redis Streams; its modules in redis/, one per concern named as its Lua
- * script), on Redis (any number of nodes) or on the embedded engine (storage-embedded.ts: one
- * process, no Redis); the contract suite (test/contract.test.ts) runs against both.
- * Names here are the client's names (queue, partition, group), never encoded.
+ * The storage port: what the broker needs from a backend, one interface per role (below). One
+ * backend implements them, storage-redis.ts with one class per role in redis/, on Redis (any
+ * number of nodes) or on the embedded engine (storage-embedded.ts: one process, no Redis); the
+ * contract suite (test/contract.test.ts) runs against both. Names here are the client's names
+ * (queue, partition, group), never encoded; answers are the broker's own shapes, and
+ * routes/wire.ts gives them Queen's names.
  */
 import type { PushItem, PushResult } from './push-item.js';
 import type { StreamsStorage } from './streams/types.js';
@@ -109,13 +110,14 @@ export interface AckInput {
   error: string | null;
 }
 
+/** What one ack did (routes/wire.ts gives it Queen's names). */
 export interface AckResult {
-  index: number;
   transactionId: string;
   success: boolean;
   error: string | null;
-  queueName: string | null;
-  partitionName: string | null;
+  /** Where the message lives; null when its partition id names no stored message. */
+  queue: string | null;
+  partition: string | null;
   leaseReleased: boolean;
   dlq: boolean;
   /**
@@ -132,31 +134,15 @@ export type TransactionOutcome =
   | { success: false; error: string; failedIndex: number };
 
 export type TransactionOperationResult =
-  | {
-      index: number;
-      type: 'push';
-      success: true;
-      transactionId: string;
-      messageId: string;
-      partitionId: string;
-      queueName: string;
-      status: 'queued' | 'duplicate';
-    }
-  | {
-      index: number;
-      type: 'ack';
-      success: true;
-      transactionId: string;
-      error: null;
-      dlq: boolean;
-      repeat: boolean;
-    };
+  | ({ type: 'push' } & PushResult)
+  | { type: 'ack'; transactionId: string; dlq: boolean; repeat: boolean };
 
 export interface LeaseExtension {
   leaseId: string;
   success: boolean;
   error: string | null;
-  expiresAt: string | null;
+  /** When (ms) the extended lease expires; null when not extended. */
+  expiresAt: number | null;
 }
 
 export interface MessageView {
@@ -181,16 +167,6 @@ export interface QueueMessageState {
   partition: string;
   status: 'pending' | 'processing' | 'completed' | 'dead_letter';
   createdAt: string;
-}
-
-/** Newest first (Queen's order), then the page: what both backends answer for the status view. */
-export function newestFirstPage(
-  rows: { at: number; id: string; row: QueueMessageState }[],
-  offset: number,
-  limit: number,
-): QueueMessageState[] {
-  rows.sort((a, b) => b.at - a.at || (a.id < b.id ? 1 : a.id > b.id ? -1 : 0));
-  return rows.slice(offset, offset + limit).map((entry) => entry.row);
 }
 
 export interface DeadLetter extends MessageView {
@@ -221,23 +197,6 @@ export interface QueueStats {
   resolvedPerSecond: number;
   groups: GroupStats[];
   at: number;
-}
-
-/** Per-second rates between two snapshots of one queue (0 without an earlier one). */
-export function snapshotRates(
-  previous: QueueStats | undefined,
-  pushed: number,
-  groups: readonly { resolved: number }[],
-  at: number,
-): { pushedPerSecond: number; resolvedPerSecond: number } {
-  const seconds = previous ? (at - previous.at) / 1000 : 0;
-  if (!previous || seconds <= 0) return { pushedPerSecond: 0, resolvedPerSecond: 0 };
-  const resolved = groups.reduce((total, g) => total + g.resolved, 0);
-  const before = (previous.groups ?? []).reduce((total, g) => total + g.resolved, 0);
-  return {
-    pushedPerSecond: Math.max(0, (pushed - previous.pushed) / seconds),
-    resolvedPerSecond: Math.max(0, (resolved - before) / seconds),
-  };
 }
 
 export interface GroupStats {
@@ -303,64 +262,98 @@ export interface LeaseSweep {
   expired: { queue: string; count: number }[];
 }
 
-export interface BrokerStorage {
-  readonly kind: 'memory' | 'redis';
-  /** Queen's streams API: queries, cycles, state (streams/types.ts). */
-  readonly streams: StreamsStorage;
-  configure(
-    queue: string,
-    options: Partial<QueueOptions>,
-    names: { namespace: string; task: string },
-  ): Promise<QueueInfo>;
+/*
+ * The port, by role. Each role is one interface with one implementation in redis/ (the file
+ * named in its comment); BrokerStorage only gathers them. A reader looking for where something
+ * happens goes from the role to its file, and from there to the script it runs (lua/README.md).
+ */
+
+/** The data path: what a producer and a consumer do (redis/queue-store.ts). */
+export interface QueueStore {
   push(items: PushItem[]): Promise<PushResult[]>;
   pop(request: PopRequest): Promise<PopResult>;
   /** Gives a pop's leases back without counting an attempt (its client went away). */
   release(result: PopResult, group: string): Promise<void>;
   ack(acks: AckInput[]): Promise<AckResult[]>;
+  /** Pushes and acks, all applied or none. */
   transaction(operations: TransactionOperation[]): Promise<TransactionOutcome>;
   extendLease(leaseId: string, seconds: number): Promise<LeaseExtension>;
+}
 
-  listQueues(): Promise<QueueInfo[]>;
-  getQueue(queue: string): Promise<QueueInfo | undefined>;
-  deleteQueue(queue: string): Promise<boolean>;
-  listMessages(filter: { queue: string; partition?: string; limit: number }): Promise<MessageView[]>;
+/** Queues and their options (redis/catalog.ts). */
+export interface QueueCatalog {
+  configure(
+    queue: string,
+    options: Partial<QueueOptions>,
+    names: { namespace: string; task: string },
+  ): Promise<QueueInfo>;
+  list(): Promise<QueueInfo[]>;
+  get(queue: string): Promise<QueueInfo | undefined>;
+  delete(queue: string): Promise<boolean>;
+}
+
+/** Reading and deleting stored messages (redis/messages.ts). */
+export interface MessageBrowser {
+  list(filter: { queue: string; partition?: string; limit: number }): Promise<MessageView[]>;
   /**
    * The newest `offset + limit` messages of each partition, merged newest first, one page of
    * them, each with its state for queue mode (docs/broker-queen.md, "Queen compatibility").
    */
-  listQueueMessages(filter: { queue: string; limit: number; offset: number }): Promise<QueueMessageState[]>;
-  getMessage(partitionId: string, transactionId: string): Promise<MessageView | undefined>;
-  deleteMessage(partitionId: string, transactionId: string): Promise<boolean>;
-  listDeadLetters(filter: {
+  states(filter: { queue: string; limit: number; offset: number }): Promise<QueueMessageState[]>;
+  get(partitionId: string, transactionId: string): Promise<MessageView | undefined>;
+  delete(partitionId: string, transactionId: string): Promise<boolean>;
+}
+
+/** The dead-letter queue of each queue (redis/dead-letters.ts). */
+export interface DeadLetterStore {
+  list(filter: {
     queue: string;
     group?: string;
     limit: number;
     offset: number;
   }): Promise<{ messages: DeadLetter[]; total: number }>;
-  requeueDeadLetters(queue: string, dlqIds: string[]): Promise<number>;
+  requeue(queue: string, dlqIds: string[]): Promise<number>;
+}
 
-  groupsOf(queue: string): Promise<string[]>;
+/** Consumer groups: their names, positions and per-partition state (redis/groups.ts). */
+export interface GroupStore {
+  list(queue: string): Promise<string[]>;
   /** The first `LIMITS.maxDetailedPartitions` partitions of a queue with each group's state there. */
-  partitionStates(queue: string): Promise<PartitionState[]>;
+  partitions(queue: string): Promise<PartitionState[]>;
   seek(queue: string, group: string, partition: string | undefined, target: SeekTarget): Promise<number>;
-  deleteGroup(queue: string, group: string): Promise<boolean>;
+  delete(queue: string, group: string): Promise<boolean>;
+}
 
-  addTrace(trace: TraceInput): Promise<TraceEntry>;
-  tracesOf(partitionId: string, transactionId: string): Promise<TraceEntry[]>;
-  tracesByName(name: string, limit: number): Promise<TraceEntry[]>;
-  traceNames(limit: number): Promise<{ name: string; count: number }[]>;
+/** Message traces (redis/traces.ts). */
+export interface TraceStore {
+  add(trace: TraceInput): Promise<TraceEntry>;
+  ofMessage(partitionId: string, transactionId: string): Promise<TraceEntry[]>;
+  byName(name: string, limit: number): Promise<TraceEntry[]>;
+  names(limit: number): Promise<{ name: string; count: number }[]>;
+}
 
-  flags(): Promise<SystemFlags>;
-  setFlags(flags: Partial<SystemFlags>): Promise<SystemFlags>;
+/** The maintenance modes, the same on every node (redis/flags.ts). */
+export interface FlagStore {
+  get(): Promise<SystemFlags>;
+  set(flags: Partial<SystemFlags>): Promise<SystemFlags>;
+}
 
-  /** Maintenance (one node runs each at a time with the Redis backend). */
+/**
+ * The periodic jobs' work (redis/housekeeping.ts); maintenance.ts schedules them, one node at
+ * a time on Redis.
+ */
+export interface Housekeeping {
+  /** Expires every lease past its time (an expiry is an attempt). */
   sweepLeases(): Promise<LeaseSweep>;
-  /** Deletes what retention and eviction allow (redis/retention.ts); keeps going while work is due, up to `budgetMs`. */
+  /** Deletes what retention and eviction allow; keeps going while work is due, up to `budgetMs`. */
   applyRetention(budgetMs?: number): Promise<number>;
   refreshStats(): Promise<QueueStats[]>;
   /** The last stats snapshot (cheap: what /metrics reads). */
   cachedStats(): Promise<QueueStats[]>;
+}
 
+/** "Work may be available": what wakes parked pops, on every node (redis/notifications.ts). */
+export interface Availability {
   /**
    * Called whenever work may have become available in a queue (any node), with the number of
    * pops per consumer group it can serve at most (`Infinity` when unknown): long-poll.ts wakes
@@ -369,36 +362,31 @@ export interface BrokerStorage {
   onAvailable(listener: AvailabilityListener): () => void;
   /**
    * A pop is parked on `queue` on this node: deliver the queue's notifications here until the
-   * returned function is called (docs/broker-topologies.md "Redis topologies": on Redis Cluster each queue
-   * has its own sharded channel). Once watching starts, listeners get one (queue, Infinity)
-   * call, so a notification published before the subscription took effect is not missed.
-   * Backends that deliver every queue's notifications to every node do not implement it.
+   * returned function is called (docs/broker-topologies.md "Redis topologies": on Redis Cluster
+   * each queue has its own sharded channel; elsewhere every node hears every queue and this
+   * does nothing). Once watching starts, listeners get one (queue, Infinity) call, so a
+   * notification published before the subscription took effect is not missed.
    */
-  watchQueue?(queue: string): () => void;
+  watchQueue(queue: string): () => void;
+}
+
+/** Every role of one backend (storage-redis.ts builds them on Redis or the embedded engine). */
+export interface BrokerStorage {
+  readonly kind: 'memory' | 'redis';
+  readonly queues: QueueStore;
+  readonly catalog: QueueCatalog;
+  readonly messages: MessageBrowser;
+  readonly deadLetters: DeadLetterStore;
+  readonly groups: GroupStore;
+  readonly traces: TraceStore;
+  readonly flags: FlagStore;
+  readonly housekeeping: Housekeeping;
+  readonly availability: Availability;
+  /** Queen's streams API: queries, cycles, state (streams/types.ts). */
+  readonly streams: StreamsStorage;
   /** Resolves when the backend reaches its store; for /readyz. */
   ready(): Promise<string | undefined>;
   close(): Promise<void>;
 }
 
 export type AvailabilityListener = (queue: string, capacity: number) => void;
-
-/**
- * How many pops per group a push can serve, per queue: one per partition it wrote a new
- * message to (a pop leases whole partitions, one consumer per partition and group).
- */
-export function pushCapacity(
-  items: readonly PushItem[],
-  results: readonly PushResult[],
-): Map<string, number> {
-  const partitions = new Map<string, Set<string>>();
-  items.forEach((item, index) => {
-    if (results[index]?.status !== 'queued') return;
-    let set = partitions.get(item.queue);
-    if (!set) {
-      set = new Set();
-      partitions.set(item.queue, set);
-    }
-    set.add(item.partition);
-  });
-  return new Map([...partitions].map(([queue, set]) => [queue, set.size]));
-}

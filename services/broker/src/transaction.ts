@@ -59,13 +59,13 @@ export async function runTransaction(
   operations: TransactionOperation[],
 ): Promise<TransactionResponse> {
   const transactionId = newId();
-  if (operations.some((op) => op.type === 'push') && (await context.storage.flags()).maintenanceMode) {
+  if (operations.some((op) => op.type === 'push') && (await context.storage.flags.get()).maintenanceMode) {
     throw maintenanceMode();
   }
   const pushes = operations.flatMap((op) => (op.type === 'push' ? [op.item] : []));
   const outcome = await context.encryption.store(pushes, (sealed) => {
     let next = 0;
-    return context.storage.transaction(
+    return context.storage.queues.transaction(
       operations.map((op) =>
         op.type === 'push' ? { type: 'push' as const, item: sealed[next++] as PushItem } : op,
       ),
@@ -79,7 +79,7 @@ export async function runTransaction(
   context.metrics.transactions.inc({ result: 'committed' });
   for (const result of outcome.results) {
     if (result.type === 'push' && result.status === 'queued')
-      context.metrics.pushed.inc({ queue: result.queueName });
+      context.metrics.pushed.inc({ queue: result.queue });
   }
   return { transactionId, success: true, results: outcome.results };
 }

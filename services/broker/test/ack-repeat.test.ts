@@ -89,7 +89,10 @@ for (const backend of BACKENDS) {
       );
       // Past completedRetentionSeconds, the next retention run deletes both messages.
       await suite.clock.advance(1001);
-      assert.ok((await suite.broker.storage.applyRetention()) >= 2, 'retention removed the acked messages');
+      assert.ok(
+        (await suite.broker.storage.housekeeping.applyRetention()) >= 2,
+        'retention removed the acked messages',
+      );
       const single = await suite.api.ack(acks[0]);
       assert.deepEqual(
         [single.body[0].success, single.body[0].error, single.body[0].repeat],

@@ -77,7 +77,7 @@ describe('ack of a whole lease (redis)', () => {
     const position = (await redis.hget(`${base}c:${PARTITION}:${QUEUE_MODE}`, 'pos')) ?? '0-0';
     await sync();
     seen = [];
-    const results = await storage.ack(acks);
+    const results = await storage.queues.ack(acks);
     await sync();
     const readBack = seen.some(
       (args) => args[0] === 'XRANGE' && args[1] === `${base}s:${PARTITION}` && args[2] === `(${position}`,
@@ -88,8 +88,8 @@ describe('ack of a whole lease (redis)', () => {
   /** A queue with PUSHED messages t0…, the first LEASED of them leased as `lease-1`. */
   async function leasedQueue() {
     const queue = `whole-lease-${++queues}`;
-    await storage.configure(queue, { leaseTime: 60, retryLimit: 3 }, { namespace: '', task: '' });
-    await storage.push(
+    await storage.catalog.configure(queue, { leaseTime: 60, retryLimit: 3 }, { namespace: '', task: '' });
+    await storage.queues.push(
       Array.from({ length: PUSHED }, (_, n) => ({
         queue,
         partition: PARTITION,
@@ -109,7 +109,7 @@ describe('ack of a whole lease (redis)', () => {
   }
 
   async function pop(queue: string, leaseId: string, batch: number) {
-    const result = await storage.pop({
+    const result = await storage.queues.pop({
       queue,
       partition: PARTITION,
       group: QUEUE_MODE,
@@ -293,7 +293,7 @@ describe('ack of a whole lease (redis)', () => {
   });
 
   test('a message of the lease deleted before the ack: the general path', async () => {
-    const remove: Step = { run: (_base, partitionId) => storage.deleteMessage(partitionId, txn(4)) };
+    const remove: Step = { run: (_base, partitionId) => storage.messages.delete(partitionId, txn(4)) };
     const acks = range(0, 9).filter((ack) => ack.message !== 4);
     const whole = await outcome([remove, { acks }]);
     const split = await outcome([remove, { acks: acks.slice(0, 3) }, { acks: acks.slice(3) }]);
@@ -320,7 +320,7 @@ describe('ack of a whole lease (redis)', () => {
     const { results: first, readBack } = await ackBatch(base, batch);
     assert.equal(readBack, false, 'the first run takes the shortcut');
     const afterFirst = await snapshot(base);
-    const second = await storage.ack(batch);
+    const second = await storage.queues.ack(batch);
     assert.deepEqual(
       first.map((r) => [r.success, r.repeat, r.leaseReleased]),
       range(0, 9).map(({ message }) => [true, false, message === 9]),

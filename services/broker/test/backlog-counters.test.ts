@@ -129,7 +129,7 @@ describe('backlog counters (redis)', () => {
         trail.push('requeue dlq');
       } else {
         await clock.advance(1001); // past maxWaitTimeSeconds
-        done.evicted += await broker.storage.applyRetention();
+        done.evicted += await broker.storage.housekeeping.applyRetention();
         trail.push('evict');
       }
       const stats = await redis.hgetall(`${base}stats`);

@@ -557,7 +557,7 @@ for (const backend of BACKENDS) {
       // Retention passes until the message, resolved, is older than completedRetentionSeconds.
       await waitFor(
         async () => {
-          await suite.broker.storage.applyRetention();
+          await suite.broker.storage.housekeeping.applyRetention();
           return (
             (await suite.api.call('GET', `/api/v1/messages/${popped.partitionId}/keep-not`)).status === 404
           );

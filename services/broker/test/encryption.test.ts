@@ -57,7 +57,7 @@ for (const backend of BACKENDS) {
 
     /** The payload as storage holds it, without the broker's decryption. */
     const stored = async (partitionId: string, transactionId: string) =>
-      (await broker.storage.getMessage(partitionId, transactionId))?.data;
+      (await broker.storage.messages.get(partitionId, transactionId))?.data;
 
     test('a streams cycle seals its sink pushes to an encrypted queue', async () => {
       const queue = queueFamily('enc-st');
@@ -88,7 +88,7 @@ for (const backend of BACKENDS) {
       const first = await api.push([{ queue: sink, payload: 'clear', transactionId: 'c' }]);
       const partitionId = first.body[0].partition_id;
       // Turned on as another node would: this node cached the option as off a moment ago.
-      await broker.storage.configure(sink, { encryptionEnabled: true }, { namespace: '', task: '' });
+      await broker.storage.catalog.configure(sink, { encryptionEnabled: true }, { namespace: '', task: '' });
       const registered = await api.call('POST', '/streams/v1/queries', {
         name: queueName('enc-stale-query'),
         source_queue: queue('source'),
@@ -223,7 +223,7 @@ for (const backend of BACKENDS) {
       const letters = await api.call('GET', `/api/v1/dlq?queue=${path(queue)}`);
       assert.equal(letters.status, 200);
       assert.deepEqual(letters.body.messages[0].data, { s: SECRET });
-      const raw = await broker.storage.listDeadLetters({ queue, limit: 10, offset: 0 });
+      const raw = await broker.storage.deadLetters.list({ queue, limit: 10, offset: 0 });
       assert.doesNotMatch(JSON.stringify(raw.messages[0]?.data), new RegExp(SECRET));
       const requeued = await api.call('POST', '/api/v1/dlq/requeue', { queue, all: true });
       assert.equal(requeued.body.requeued, 1);
@@ -267,13 +267,17 @@ for (const backend of BACKENDS) {
       const first = await api.push([{ queue, payload: 'clear', transactionId: 'c' }]);
       const partitionId = first.body[0].partition_id;
       // Turned on as another node would (this node last read the option as off).
-      await broker.storage.configure(queue, { encryptionEnabled: true }, { namespace: '', task: '' });
+      await broker.storage.catalog.configure(queue, { encryptionEnabled: true }, { namespace: '', task: '' });
       const pushed = await api.push([{ queue, payload: { s: SECRET }, transactionId: 's' }]);
       assert.equal(pushed.status, 201);
       assert.equal(pushed.body[0].status, 'queued');
       assert.doesNotMatch(JSON.stringify(await stored(partitionId, 's')), new RegExp(SECRET));
-      await broker.storage.configure(queue, { encryptionEnabled: false }, { namespace: '', task: '' });
-      await broker.storage.configure(queue, { encryptionEnabled: true }, { namespace: '', task: '' });
+      await broker.storage.catalog.configure(
+        queue,
+        { encryptionEnabled: false },
+        { namespace: '', task: '' },
+      );
+      await broker.storage.catalog.configure(queue, { encryptionEnabled: true }, { namespace: '', task: '' });
       const txn = await api.call('POST', '/api/v1/transaction', {
         operations: [{ type: 'push', items: [{ queue, payload: { s: SECRET }, transactionId: 't' }] }],
       });
@@ -303,7 +307,7 @@ for (const backend of BACKENDS) {
       const queue = queueName('enc-foreign');
       await api.configure(queue, { encryptionEnabled: true, retryLimit: 0 });
       // Written as a node holding OTHER_KEY would have (before a rotation on this node, say).
-      const [result] = await broker.storage.push([
+      const [result] = await broker.storage.queues.push([
         {
           queue,
           partition: 'Default',
@@ -321,12 +325,12 @@ for (const backend of BACKENDS) {
       // have dead-lettered a counted attempt).
       assert.equal((await api.pop(queue)).status, 500);
       assert.equal((await api.call('GET', `/api/v1/dlq?queue=${path(queue)}`)).body.total, 0);
-      const view = await api.call('GET', `/api/v1/messages/${result?.partition_id}/f1`);
+      const view = await api.call('GET', `/api/v1/messages/${result?.partitionId}/f1`);
       assert.equal(view.status, 500);
       if (backend === 'memory') {
         // One process per in-process store: the retired key is checked on what it stores.
         const rotated = new PayloadCipher(Buffer.from(KEY, 'hex'), [Buffer.from(OTHER_KEY, 'hex')]);
-        const raw = await stored(result?.partition_id ?? '', 'f1');
+        const raw = await stored(result?.partitionId ?? '', 'f1');
         assert.deepEqual(rotated.openValue(queue, raw), { s: SECRET });
         return;
       }
@@ -367,14 +371,18 @@ for (const backend of BACKENDS) {
       const refused = await suite.api.configure(queue, { encryptionEnabled: true });
       assert.equal(refused.status, 409);
       assert.match(refused.body.error, /QUEEN_ENCRYPTION_KEY/);
-      assert.equal(await suite.broker.storage.getQueue(queue), undefined);
+      assert.equal(await suite.broker.storage.catalog.get(queue), undefined);
       assert.equal((await suite.api.configure(queue, { encryptionEnabled: false })).status, 200);
     });
 
     test('a push to a queue configured for encryption elsewhere is refused (409), never stored in clear', async () => {
       const queue = queueName('nokey-push');
       // As a node holding the key configured it (or this node before a restart without it).
-      await suite.broker.storage.configure(queue, { encryptionEnabled: true }, { namespace: '', task: '' });
+      await suite.broker.storage.catalog.configure(
+        queue,
+        { encryptionEnabled: true },
+        { namespace: '', task: '' },
+      );
       const refused = await suite.api.push([{ queue, payload: SECRET }]);
       assert.equal(refused.status, 409);
       assert.match(refused.body.error, /refused rather than stored in clear/);
@@ -382,7 +390,7 @@ for (const backend of BACKENDS) {
         operations: [{ type: 'push', items: [{ queue, payload: SECRET }] }],
       });
       assert.equal(txn.status, 409);
-      assert.deepEqual(await suite.broker.storage.listMessages({ queue, limit: 10 }), []);
+      assert.deepEqual(await suite.broker.storage.messages.list({ queue, limit: 10 }), []);
     });
   });
 }
@@ -403,7 +411,7 @@ describe('payload encryption across two nodes (Redis)', () => {
       );
       const pushed = await viaB.push([{ queue, payload: { s: SECRET }, transactionId: 's' }]);
       assert.equal(pushed.status, 201);
-      const raw = await (a as Broker).storage.getMessage(first.body[0].partition_id, 's');
+      const raw = await (a as Broker).storage.messages.get(first.body[0].partition_id, 's');
       assert.doesNotMatch(JSON.stringify(raw?.data), new RegExp(SECRET));
     } finally {
       await Promise.all([a?.close(), b?.close()]);

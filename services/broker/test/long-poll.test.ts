@@ -23,8 +23,8 @@ for (const backend of BACKENDS) {
       broker = await startTestBroker(backend);
       api = client(broker.url);
       const storage = broker.storage;
-      const pop = storage.pop.bind(storage);
-      storage.pop = (request: PopRequest) => {
+      const pop = storage.queues.pop.bind(storage.queues);
+      storage.queues.pop = (request: PopRequest) => {
         attempts.set(request.queue, (attempts.get(request.queue) ?? 0) + 1);
         return pop(request);
       };

@@ -210,13 +210,13 @@ describe('broker scripts under a lost reply (redis)', () => {
     const queue = await queueOnClock('resend-sealed');
     const first = await api.push([{ queue, payload: 'clear', transactionId: 'c' }]);
     // Turned on as another node would: this node still believes the option is off.
-    await broker.storage.configure(queue, { encryptionEnabled: true }, { namespace: '', task: '' });
+    await broker.storage.catalog.configure(queue, { encryptionEnabled: true }, { namespace: '', task: '' });
     const lost = proxy.loseNextReply(script('push'));
     const reply = await api.push([{ queue, payload: { v: 'secret-value' }, transactionId: 's' }]);
     await lost;
     assert.equal(reply.status, 201, JSON.stringify(reply.body));
     assert.equal(reply.body[0].status, 'queued');
-    const raw = await broker.storage.getMessage(first.body[0].partition_id, 's');
+    const raw = await broker.storage.messages.get(first.body[0].partition_id, 's');
     assert.doesNotMatch(JSON.stringify(raw?.data), /secret-value/);
     assert.deepEqual(
       (await api.pop(queue, 'batch=10')).body.messages.map((m: any) => m.data),
@@ -331,7 +331,7 @@ describe('broker scripts under a lost reply (redis)', () => {
   test('release: the resent script gives the lease back once and counts no attempt', async () => {
     const queue = await queueOnClock('resend-release');
     await api.push([{ queue, payload: 1, transactionId: 'unsent' }]);
-    const result = await broker.storage.pop({
+    const result = await broker.storage.queues.pop({
       queue,
       partition: undefined,
       group: QUEUE_MODE,
@@ -342,7 +342,7 @@ describe('broker scripts under a lost reply (redis)', () => {
     });
     assert.equal(result.partitions.length, 1);
     const lost = proxy.loseNextReply(script('release'));
-    await broker.storage.release(result, QUEUE_MODE);
+    await broker.storage.queues.release(result, QUEUE_MODE);
     await lost;
     const again = await api.pop(queue);
     assert.equal(again.status, 200);
@@ -370,7 +370,7 @@ describe('broker scripts under a lost reply (redis)', () => {
     // Past maxWaitTimeSeconds the three waiting messages are evicted by a resent script.
     await clock.advance(1001);
     const lost = proxy.loseNextReply(script('retention'));
-    await broker.storage.applyRetention();
+    await broker.storage.housekeeping.applyRetention();
     await lost;
     const partitionId = (await api.push([{ queue, payload: 4, transactionId: 'm4' }])).body[0].partition_id;
     assert.equal((await api.call('GET', `/api/v1/messages/${partitionId}/m1`)).status, 404, 'evicted');

@@ -69,7 +69,7 @@ for (const backend of BACKENDS) {
       await pushMany(queue, 10);
       const first = await suite.api.pop(queue, 'consumerGroup=A&batch=10&autoAck=true');
       assert.equal(first.body.messages.length, 10);
-      await suite.broker.storage.applyRetention();
+      await suite.broker.storage.housekeeping.applyRetention();
       const later = await suite.api.pop(queue, 'consumerGroup=B&subscriptionMode=all&batch=10&autoAck=true');
       assert.equal(later.status, 200);
       assert.equal(later.body.messages.length, 10);
@@ -89,7 +89,7 @@ for (const backend of BACKENDS) {
       const pushed = await pushMany(queue, 2);
       await suite.api.pop(queue, 'batch=1&autoAck=true');
       await suite.clock.advance(PAST_ONE_SECOND);
-      await suite.broker.storage.applyRetention();
+      await suite.broker.storage.housekeeping.applyRetention();
       const partitionId = pushed.body[0].partition_id;
       assert.equal(await messageStatus(partitionId, 'm0'), 200, 'completed message kept');
       assert.equal(await messageStatus(partitionId, 'm1'), 200, 'pending message kept');
@@ -99,7 +99,7 @@ for (const backend of BACKENDS) {
       await suite.api.configure(zero, { retentionEnabled: true, completedRetentionSeconds: 0 });
       const zeroPushed = await pushMany(zero, 1);
       await suite.api.pop(zero, 'autoAck=true');
-      await suite.broker.storage.applyRetention();
+      await suite.broker.storage.housekeeping.applyRetention();
       assert.equal(await messageStatus(zeroPushed.body[0].partition_id, 'm0'), 200);
     });
 
@@ -110,7 +110,7 @@ for (const backend of BACKENDS) {
       const partitionId = pushed.body[0].partition_id;
       await suite.api.pop(queue, 'batch=2&autoAck=true');
       await suite.clock.advance(PAST_ONE_SECOND);
-      assert.equal(await suite.broker.storage.applyRetention(), 2);
+      assert.equal(await suite.broker.storage.housekeeping.applyRetention(), 2);
       assert.equal(await messageStatus(partitionId, 'm0'), 404);
       assert.equal(await messageStatus(partitionId, 'm1'), 404);
       assert.equal(await messageStatus(partitionId, 'm2'), 200, 'never consumed: kept');
@@ -127,7 +127,7 @@ for (const backend of BACKENDS) {
       await pushMany(queue, 3);
       await suite.api.pop(queue, 'batch=1&autoAck=true');
       await suite.clock.advance(PAST_ONE_SECOND);
-      assert.equal(await suite.broker.storage.applyRetention(), 3);
+      assert.equal(await suite.broker.storage.housekeeping.applyRetention(), 3);
       assert.equal((await suite.api.pop(queue, 'batch=10')).status, 204);
     });
 
@@ -154,7 +154,7 @@ for (const backend of BACKENDS) {
       assert.deepEqual(before.groups, [['lagging', 2]]);
       assert.equal((await statusOf(ungrouped)).pending, 2);
       await suite.clock.advance(PAST_ONE_SECOND);
-      assert.equal(await suite.broker.storage.applyRetention(), 4);
+      assert.equal(await suite.broker.storage.housekeeping.applyRetention(), 4);
       const after = await statusOf(queue);
       assert.equal(after.pending, 0);
       assert.deepEqual(after.groups, [['lagging', 0]]);
@@ -168,7 +168,7 @@ for (const backend of BACKENDS) {
       const partitionId = pushed.body[0].partition_id;
       await suite.api.pop(queue, 'batch=1&autoAck=true');
       await suite.clock.advance(PAST_ONE_SECOND);
-      assert.equal(await suite.broker.storage.applyRetention(), 2, 'the two waiting messages');
+      assert.equal(await suite.broker.storage.housekeeping.applyRetention(), 2, 'the two waiting messages');
       assert.equal(await messageStatus(partitionId, 'm0'), 200, 'consumed: not waiting, kept');
       assert.equal(await messageStatus(partitionId, 'm1'), 404);
       assert.equal((await suite.api.pop(queue, 'batch=10')).status, 204);

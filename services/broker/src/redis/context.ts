@@ -1,5 +1,31 @@
-import type { Clock, RedisClient } from '@herald/redis';
-import type { RedisRegistry } from './registry.js';
+import type { Histogram } from '@herald/metrics';
+import {
+  type Clock,
+  closeRedis,
+  createRedis,
+  describeTopology,
+  instrumentRedis,
+  OutageLog,
+  type OutageLogger,
+  probeRedis,
+  type RedisClient,
+  type RedisTopology,
+  runScript,
+  type ScriptSet,
+  scriptNamed,
+} from '@herald/redis';
+import { namespaceAndTask } from '../identifiers.js';
+import { Notifications } from './notifications.js';
+import { RedisRegistry } from './registry.js';
+import { MARKER_SUFFIX, type ReplicaAck, ReplicatedWrites } from './replication.js';
+
+/**
+ * What shares a Redis Cluster slot (docs/broker-topologies.md "Redis topologies"): `queue`
+ * (`<prefix>{<queue>}:`, queues spread over every shard) or `namespace`
+ * (`<prefix>{<namespace>}:<queue>:`: the queues of one namespace share a slot, so a transaction
+ * may span them on Cluster). Fixed for a deployment's life: the keys differ.
+ */
+export type SlotGroup = 'queue' | 'namespace';
 
 /** A script's reply as ioredis returns it. */
 export type Reply = string | number | null | Reply[];
@@ -9,30 +35,172 @@ export const encode = encodeURIComponent;
 export const decode = decodeURIComponent;
 
 /**
- * What every module of the Redis backend uses (storage-redis.ts builds it): the command
- * connection, the global registrations, key names, the scripts and the availability channel.
+ * The scripts of requests whose answer a client relies on (push, ack, transaction, configure,
+ * the admin changes, lease extension, streams): with BROKER_MIN_REPLICAS_ACK they answer after
+ * the replica barrier. Pop and release are not among them: a lease lost in a failover makes the
+ * message deliverable again, as a lease expiry would; nor the maintenance scripts (sweep,
+ * retention, stats), which the next run repeats.
  */
-export interface RedisBackend {
+const REPLICATED_SCRIPTS = new Set([
+  'push',
+  'ack',
+  'transaction',
+  'configure',
+  'delete-queue',
+  'delete-message',
+  'delete-group',
+  'seek',
+  'requeue-dlq',
+  'extend-lease',
+  'streams-register',
+  'streams-drop',
+  'streams-cycle',
+]);
+
+/** Scripts taking one key per queue they touch: their file name gives the least number. */
+const KEYS_PER_QUEUE = new Set(['transaction', 'streams-cycle']);
+
+/**
+ * A request's Redis command is refused after this long without a reply (at once while the
+ * connection is down), so the route answers 503 instead of hanging (docs/broker-operations.md, "Outages").
+ */
+export const COMMAND_TIMEOUT_MS = 1000;
+
+export interface RedisBackendOptions {
+  readonly topology: RedisTopology;
+  /** Prefix of every key (`herald:broker:`). */
+  readonly prefix: string;
+  readonly slotGroup: SlotGroup;
+  /** See RedisBackend.oneSlot; always on for Redis Cluster. */
+  readonly oneSlot: boolean;
+  readonly replicaAck: ReplicaAck | undefined;
+  readonly commandDuration: Histogram<'command'> | undefined;
+  readonly log: OutageLogger;
+  readonly clock: Clock;
+  readonly scripts: ScriptSet;
+}
+
+/**
+ * What every role of the Redis backend works with: the connections, key names, the scripts and
+ * the availability channel. A role's class (queue-store.ts, catalog.ts, …) takes one and calls
+ * Redis through it; nothing here knows a queue rule.
+ */
+export class RedisBackend {
+  /** The command connection. */
   readonly redis: RedisClient;
+  /** Pub/sub: notifications and the control channel. */
+  readonly subscriber: RedisClient;
+  /**
+   * With BROKER_MIN_REPLICAS_ACK: the connection of the REPLICATED_SCRIPTS, each followed by WAIT
+   * on it. Its own, because WAIT blocks the connection it runs on until the replicas answer:
+   * pops and reads keep theirs.
+   */
+  private readonly writer: RedisClient | undefined;
+  private readonly replicatedWrites: ReplicatedWrites | undefined;
+  /** The global registrations: queue set and partition-id index (registry.ts). */
   readonly registry: RedisRegistry;
   /** The time node-side code reads; the scripts read the same one (RedisStorageOptions.clock). */
   readonly clock: Clock;
-  /** A global key: `<prefix><parts joined by ':'>`. */
-  key(...parts: string[]): string;
-  /** `<prefix>{<queue>}:`: every key of one queue shares this hash tag. */
-  base(queue: string): string;
-  /**
-   * Runs a script of lua/ by name (loaded once, called by SHA). With `oneSlot`, its keys must
-   * share one hash tag (an error otherwise: a call site bug, as Cluster would answer CROSSSLOT).
-   */
-  run<T = Reply>(name: string, keys: string[], args: (string | number)[]): Promise<T>;
   /**
    * Every script call and MULTI must stay in one hash slot: true on Redis Cluster (and where a
    * test asks for it on standalone, so the rule is checked on every topology).
    */
   readonly oneSlot: boolean;
-  /** "Work may be available" for these queues (names, or [queue, capacity] pairs). */
-  notify(queues: Iterable<string | readonly [string, number]>): void;
+  /** "Work may be available" for a queue, to every node's parked pops. */
+  readonly notifications: Notifications;
+  private readonly prefix: string;
+  private readonly slotGroup: SlotGroup;
+  private readonly scripts: ScriptSet;
+
+  constructor(options: RedisBackendOptions) {
+    const { topology, commandDuration } = options;
+    this.prefix = options.prefix;
+    this.slotGroup = options.slotGroup;
+    this.scripts = options.scripts;
+    this.clock = options.clock;
+    this.oneSlot = topology.kind === 'cluster' || options.oneSlot;
+    this.redis = createRedis({
+      topology,
+      connectionName: 'herald-broker',
+      commandTimeout: COMMAND_TIMEOUT_MS,
+    });
+    if (commandDuration) instrumentRedis(this.redis, commandDuration);
+    const replicaAck = options.replicaAck;
+    if (replicaAck && replicaAck.replicas > 0) {
+      // A write waits for its replicas on top of its own deadline (docs/broker-operations.md, "Outages").
+      this.writer = createRedis({
+        topology,
+        connectionName: 'herald-broker-writer',
+        commandTimeout: COMMAND_TIMEOUT_MS + replicaAck.timeoutMs,
+      });
+      if (commandDuration) instrumentRedis(this.writer, commandDuration);
+      this.replicatedWrites = new ReplicatedWrites(this.writer, replicaAck);
+    }
+    this.subscriber = createRedis({ topology, connectionName: 'herald-broker-notify', forSubscriber: true });
+    // Outages surface through /readyz, 503s and two log lines; an unhandled 'error' event would crash.
+    const outages = new OutageLog(options.log, describeTopology(topology));
+    outages.watch(this.redis, 'herald-broker');
+    outages.watch(this.subscriber, 'herald-broker-notify');
+    if (this.writer) outages.watch(this.writer, 'herald-broker-writer');
+    this.registry = new RedisRegistry(this.redis, (...parts) => this.key(...parts));
+    // docs/broker-topologies.md "Redis topologies": one channel per queue in its slot on Cluster, one for all otherwise.
+    this.notifications = new Notifications(
+      this.redis,
+      this.subscriber,
+      this.oneSlot ? (queue) => `${this.base(queue)}notify` : this.key('notify'),
+    );
+  }
+
+  /** A global key: `<prefix><parts joined by ':'>`. */
+  key(...parts: string[]): string {
+    return this.prefix + parts.join(':');
+  }
+
+  /** `<prefix>{<queue>}:` (or `<prefix>{<namespace>}:<queue>:`): every key of one queue shares its hash tag. */
+  base(queue: string): string {
+    if (this.slotGroup === 'namespace') {
+      return `${this.prefix}{${encode(namespaceAndTask(queue).namespace)}}:${encode(queue)}:`;
+    }
+    return `${this.prefix}{${encode(queue)}}:`;
+  }
+
+  /**
+   * Runs a script of lua/ by name (loaded once, called by SHA). With `oneSlot`, its keys must
+   * share one hash tag (an error otherwise: a call site bug, as Cluster would answer CROSSSLOT).
+   */
+  run<T = Reply>(name: string, keys: string[], args: (string | number)[]): Promise<T> {
+    const script = scriptNamed(this.scripts, name);
+    if (this.oneSlot) {
+      const tags = new Set(keys.map(slotTag));
+      // A call site bug: Redis Cluster would refuse it (CROSSSLOT) or run it on the wrong shard.
+      if (tags.size > 1)
+        throw new Error(`script ${name}: keys in more than one slot (${[...tags].join(', ')})`);
+    }
+    const declared =
+      KEYS_PER_QUEUE.has(name) && keys.length > script.numberOfKeys
+        ? { ...script, numberOfKeys: keys.length }
+        : script;
+    if (this.replicatedWrites && REPLICATED_SCRIPTS.has(name)) {
+      // The marker shares the first key's hash tag.
+      const marker = `${keys[0]}${MARKER_SUFFIX}`;
+      return this.replicatedWrites.run<T>(declared, keys, args, marker);
+    }
+    return runScript<T>(this.redis, declared, keys, args);
+  }
+
+  async ready(): Promise<string | undefined> {
+    const probe = await probeRedis(this.redis);
+    return probe.ok ? undefined : probe.error;
+  }
+
+  async close(): Promise<void> {
+    // Bounded even with Redis down (close.ts): QUIT only on a live connection.
+    this.registry.stop();
+    this.notifications.close();
+    await Promise.all(
+      [this.redis, this.subscriber, this.writer].map((client) => (client ? closeRedis(client) : undefined)),
+    );
+  }
 }
 
 /**

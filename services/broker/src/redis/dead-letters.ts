@@ -1,72 +1,76 @@
 /*
- * Dead letters on the Redis backend: the `dlq` stream (written by dead_letter in
+ * Dead letters on Redis (the DeadLetterStore role): the `dlq` stream (written by dead_letter in
  * lua/includes/dead-letter.lua), listed with plain commands and requeued by lua/requeue-dlq-1.lua.
  */
 import { newId, streamIdTime } from '../identifiers.js';
-import type { DeadLetter } from '../storage.js';
+import type { DeadLetter, DeadLetterStore } from '../storage.js';
 import { decode, type RedisBackend } from './context.js';
 import { fieldsOf, parseJson } from './messages.js';
 
 /** Dead letters moved per requeue script run. */
 const REQUEUE_CHUNK = 1000;
 
-export async function listDeadLetters(
-  backend: RedisBackend,
-  filter: { queue: string; group?: string; limit: number; offset: number },
-): Promise<{ messages: DeadLetter[]; total: number }> {
-  const base = backend.base(filter.queue);
-  const parts = await backend.redis.hgetall(`${base}parts`);
-  const toLetter = (entry: [string, string[]]): DeadLetter => {
-    const fields = fieldsOf(entry[1]);
-    const partition = decode(fields.p ?? '');
-    return {
-      dlqId: entry[0],
-      id: fields.m ?? '',
-      transactionId: fields.t ?? '',
-      traceId: fields.tr || null,
-      queue: filter.queue,
-      partition,
-      partitionId: parts[fields.p ?? ''] ?? '',
-      data: parseJson(fields.d ?? 'null'),
-      producerSub: fields.s || null,
-      createdAt: new Date(streamIdTime(fields.sid ?? '0-0')).toISOString(),
-      consumerGroup: decode(fields.g ?? ''),
-      errorMessage: fields.err ?? '',
-      retryCount: Number(fields.rc ?? 0),
-      failedAt: new Date(Number(fields.at ?? 0)).toISOString(),
-    };
-  };
-  if (filter.group === undefined) {
-    const total = await backend.redis.xlen(`${base}dlq`);
-    const entries = (await backend.redis.xrange(
-      `${base}dlq`,
-      '-',
-      '+',
-      'COUNT',
-      filter.offset + filter.limit,
-    )) as [string, string[]][];
-    return { messages: entries.slice(filter.offset).map(toLetter), total };
-  }
-  const all = ((await backend.redis.xrange(`${base}dlq`, '-', '+')) as [string, string[]][])
-    .map(toLetter)
-    .filter((letter) => letter.consumerGroup === filter.group);
-  return { messages: all.slice(filter.offset, filter.offset + filter.limit), total: all.length };
-}
+export class RedisDeadLetters implements DeadLetterStore {
+  constructor(private readonly backend: RedisBackend) {}
 
-/** Pushes dead letters again under their transactionId (a fresh message id); returns how many. */
-export async function requeueDeadLetters(
-  backend: RedisBackend,
-  queue: string,
-  dlqIds: string[],
-): Promise<number> {
-  const base = backend.base(queue);
-  let count = 0;
-  // In chunks: each script run blocks Redis, so none moves more than REQUEUE_CHUNK letters.
-  for (let start = 0; start < dlqIds.length; start += REQUEUE_CHUNK) {
-    const args: string[] = [];
-    for (const id of dlqIds.slice(start, start + REQUEUE_CHUNK)) args.push(id, newId());
-    count += await backend.run<number>('requeue-dlq', [base], args);
+  async list(filter: {
+    queue: string;
+    group?: string;
+    limit: number;
+    offset: number;
+  }): Promise<{ messages: DeadLetter[]; total: number }> {
+    const { backend } = this;
+    const base = backend.base(filter.queue);
+    const parts = await backend.redis.hgetall(`${base}parts`);
+    const toLetter = (entry: [string, string[]]): DeadLetter => {
+      const fields = fieldsOf(entry[1]);
+      const partition = decode(fields.p ?? '');
+      return {
+        dlqId: entry[0],
+        id: fields.m ?? '',
+        transactionId: fields.t ?? '',
+        traceId: fields.tr || null,
+        queue: filter.queue,
+        partition,
+        partitionId: parts[fields.p ?? ''] ?? '',
+        data: parseJson(fields.d ?? 'null'),
+        producerSub: fields.s || null,
+        createdAt: new Date(streamIdTime(fields.sid ?? '0-0')).toISOString(),
+        consumerGroup: decode(fields.g ?? ''),
+        errorMessage: fields.err ?? '',
+        retryCount: Number(fields.rc ?? 0),
+        failedAt: new Date(Number(fields.at ?? 0)).toISOString(),
+      };
+    };
+    if (filter.group === undefined) {
+      const total = await backend.redis.xlen(`${base}dlq`);
+      const entries = (await backend.redis.xrange(
+        `${base}dlq`,
+        '-',
+        '+',
+        'COUNT',
+        filter.offset + filter.limit,
+      )) as [string, string[]][];
+      return { messages: entries.slice(filter.offset).map(toLetter), total };
+    }
+    const all = ((await backend.redis.xrange(`${base}dlq`, '-', '+')) as [string, string[]][])
+      .map(toLetter)
+      .filter((letter) => letter.consumerGroup === filter.group);
+    return { messages: all.slice(filter.offset, filter.offset + filter.limit), total: all.length };
   }
-  if (count > 0) backend.notify([queue]);
-  return count;
+
+  /** Pushes dead letters again under their transactionId (a fresh message id); returns how many. */
+  async requeue(queue: string, dlqIds: string[]): Promise<number> {
+    const { backend } = this;
+    const base = backend.base(queue);
+    let count = 0;
+    // In chunks: each script run blocks Redis, so none moves more than REQUEUE_CHUNK letters.
+    for (let start = 0; start < dlqIds.length; start += REQUEUE_CHUNK) {
+      const args: string[] = [];
+      for (const id of dlqIds.slice(start, start + REQUEUE_CHUNK)) args.push(id, newId());
+      count += await backend.run<number>('requeue-dlq', [base], args);
+    }
+    if (count > 0) backend.notifications.notify([queue]);
+    return count;
+  }
 }

@@ -1,11 +1,11 @@
 import { publishSharded, type RedisClient } from '@herald/redis';
-import type { SystemFlags } from '../storage.js';
+import type { FlagStore, SystemFlags } from '../storage.js';
 
 /**
  * The system flags (maintenance modes) in one global hash, cached by each node until a
  * `control` message or a reconnect says they may have changed (storage-redis.ts).
  */
-export class RedisFlags {
+export class RedisFlags implements FlagStore {
   private cache: SystemFlags | undefined;
 
   constructor(

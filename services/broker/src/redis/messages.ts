@@ -1,9 +1,9 @@
 /*
- * Message reads and deletion on the Redis backend (plain commands, but lua/delete-message-1.lua):
+ * Stored messages on Redis (the MessageBrowser role; plain commands, but lua/delete-message-1.lua):
  * listing, lookup by id, and Queen's queue-mode status view.
  */
 import { streamIdTime } from '../identifiers.js';
-import { type MessageView, newestFirstPage, QUEUE_MODE, type QueueMessageState } from '../storage.js';
+import { type MessageBrowser, type MessageView, QUEUE_MODE, type QueueMessageState } from '../storage.js';
 import { decode, encode, type RedisBackend } from './context.js';
 
 /** Dead letters read to mark messages `dead_letter`: the newest ones of the queue's DLQ stream. */
@@ -28,80 +28,14 @@ export function fieldsOf(list: string[]): Record<string, string> {
   return fields;
 }
 
-/**
- * Queen's status view of one queue on Redis (read-only, plain commands): for each partition its
- * newest `offset + limit` entries and the queue-mode consumer state (`c:`, `a:` keys, see
- * lua/README.md), merged newest first.
- */
-export async function listQueueMessages(
-  backend: RedisBackend,
-  filter: { queue: string; limit: number; offset: number },
-): Promise<QueueMessageState[]> {
-  const { redis } = backend;
-  const { queue } = filter;
-  const base = backend.base(queue);
-  const group = encodeURIComponent(QUEUE_MODE);
-  const [parts, start, deadEntries] = await Promise.all([
-    redis.hgetall(`${base}parts`),
-    redis.hget(`${base}groups`, group),
-    redis.xrevrange(`${base}dlq`, '+', '-', 'COUNT', STATUS_DEAD_LETTER_SCAN) as Promise<
-      [string, string[]][]
-    >,
-  ]);
-  const dead = new Set<string>();
-  for (const [, list] of deadEntries) {
-    const fields = fieldsOf(list);
-    if (fields.g === group) dead.add(`${fields.p}\n${fields.sid}`);
-  }
-  const now = backend.clock.now();
-  const rows: { at: number; id: string; row: QueueMessageState }[] = [];
-  await Promise.all(
-    Object.entries(parts).map(async ([encoded, partitionId]) => {
-      const [entries, state] = await Promise.all([
-        redis.xrevrange(`${base}s:${encoded}`, '+', '-', 'COUNT', filter.offset + filter.limit) as Promise<
-          [string, string[]][]
-        >,
-        redis.hmget(`${base}c:${encoded}:${group}`, 'pos', 'exp', 'upto'),
-      ]);
-      if (entries.length === 0) return;
-      const resolvedAhead = await redis.smismember(
-        `${base}a:${encoded}:${group}`,
-        ...entries.map(([id]) => id),
-      );
-      const [pos = null, exp = null, upto = null] = state;
-      const position = pos ?? start ?? '0-0';
-      const leasedUpTo = exp !== null && Number(exp) > now ? upto : null;
-      const partition = decodeURIComponent(encoded);
-      entries.forEach(([streamId, list], index) => {
-        const fields = fieldsOf(list);
-        const status = dead.has(`${encoded}\n${streamId}`)
-          ? 'dead_letter'
-          : compareStreamIds(streamId, position) <= 0 || resolvedAhead[index] === 1
-            ? 'completed'
-            : leasedUpTo !== null && compareStreamIds(streamId, leasedUpTo) <= 0
-              ? 'processing'
-              : 'pending';
-        const at = streamIdTime(streamId);
-        rows.push({
-          at,
-          // Ties (one millisecond) break on the message id, as in process: stream ids of two
-          // partitions do not order their messages.
-          id: fields.m ?? '',
-          row: {
-            id: fields.m ?? '',
-            transactionId: fields.t ?? '',
-            partitionId,
-            queuePath: `${queue}/${partition}`,
-            queue,
-            partition,
-            status,
-            createdAt: new Date(at).toISOString(),
-          },
-        });
-      });
-    }),
-  );
-  return newestFirstPage(rows, filter.offset, filter.limit);
+/** Newest first (Queen's order), then the page. */
+function newestFirstPage(
+  rows: { at: number; id: string; row: QueueMessageState }[],
+  offset: number,
+  limit: number,
+): QueueMessageState[] {
+  rows.sort((a, b) => b.at - a.at || (a.id < b.id ? 1 : a.id > b.id ? -1 : 0));
+  return rows.slice(offset, offset + limit).map((entry) => entry.row);
 }
 
 /** A payload as stored (JSON text); text that is not JSON is shown as is. */
@@ -133,61 +67,131 @@ function messageView(
   };
 }
 
-export async function listMessages(
-  backend: RedisBackend,
-  filter: { queue: string; partition?: string; limit: number },
-): Promise<MessageView[]> {
-  const base = backend.base(filter.queue);
-  const parts = await backend.redis.hgetall(`${base}parts`);
-  const names = filter.partition === undefined ? Object.keys(parts) : [encode(filter.partition)];
-  const out: MessageView[] = [];
-  for (const name of names.sort()) {
-    if (out.length >= filter.limit) break;
-    const partitionId = parts[name];
-    if (!partitionId) continue;
-    const entries = (await backend.redis.xrange(
-      `${base}s:${name}`,
-      '-',
-      '+',
-      'COUNT',
-      filter.limit - out.length,
-    )) as [string, string[]][];
-    for (const entry of entries) out.push(messageView(filter.queue, decode(name), partitionId, entry));
+export class RedisMessages implements MessageBrowser {
+  constructor(private readonly backend: RedisBackend) {}
+
+  async list(filter: { queue: string; partition?: string; limit: number }): Promise<MessageView[]> {
+    const { backend } = this;
+    const base = backend.base(filter.queue);
+    const parts = await backend.redis.hgetall(`${base}parts`);
+    const names = filter.partition === undefined ? Object.keys(parts) : [encode(filter.partition)];
+    const out: MessageView[] = [];
+    for (const name of names.sort()) {
+      if (out.length >= filter.limit) break;
+      const partitionId = parts[name];
+      if (!partitionId) continue;
+      const entries = (await backend.redis.xrange(
+        `${base}s:${name}`,
+        '-',
+        '+',
+        'COUNT',
+        filter.limit - out.length,
+      )) as [string, string[]][];
+      for (const entry of entries) out.push(messageView(filter.queue, decode(name), partitionId, entry));
+    }
+    return out;
   }
-  return out;
-}
 
-export async function getMessage(
-  backend: RedisBackend,
-  partitionId: string,
-  transactionId: string,
-): Promise<MessageView | undefined> {
-  const resolved = await backend.registry.resolve(partitionId);
-  if (!resolved) return undefined;
-  const [queue, partition] = resolved;
-  const base = backend.base(queue);
-  const dedup = await backend.redis.hget(`${base}d:${encode(partition)}`, transactionId);
-  if (!dedup) return undefined;
-  const streamId = dedup.slice(0, dedup.indexOf(' '));
-  const entries = (await backend.redis.xrange(`${base}s:${encode(partition)}`, streamId, streamId)) as [
-    string,
-    string[],
-  ][];
-  const [entry] = entries;
-  return entry ? messageView(queue, partition, partitionId, entry) : undefined;
-}
+  /**
+   * Queen's status view of one queue (read-only, plain commands): for each partition its newest
+   * `offset + limit` entries and the queue-mode consumer state (`c:`, `a:` keys, see
+   * lua/README.md), merged newest first.
+   */
+  async states(filter: { queue: string; limit: number; offset: number }): Promise<QueueMessageState[]> {
+    const { backend } = this;
+    const { redis } = backend;
+    const { queue } = filter;
+    const base = backend.base(queue);
+    const group = encodeURIComponent(QUEUE_MODE);
+    const [parts, start, deadEntries] = await Promise.all([
+      redis.hgetall(`${base}parts`),
+      redis.hget(`${base}groups`, group),
+      redis.xrevrange(`${base}dlq`, '+', '-', 'COUNT', STATUS_DEAD_LETTER_SCAN) as Promise<
+        [string, string[]][]
+      >,
+    ]);
+    const dead = new Set<string>();
+    for (const [, list] of deadEntries) {
+      const fields = fieldsOf(list);
+      if (fields.g === group) dead.add(`${fields.p}\n${fields.sid}`);
+    }
+    const now = backend.clock.now();
+    const rows: { at: number; id: string; row: QueueMessageState }[] = [];
+    await Promise.all(
+      Object.entries(parts).map(async ([encoded, partitionId]) => {
+        const [entries, state] = await Promise.all([
+          redis.xrevrange(`${base}s:${encoded}`, '+', '-', 'COUNT', filter.offset + filter.limit) as Promise<
+            [string, string[]][]
+          >,
+          redis.hmget(`${base}c:${encoded}:${group}`, 'pos', 'exp', 'upto'),
+        ]);
+        if (entries.length === 0) return;
+        const resolvedAhead = await redis.smismember(
+          `${base}a:${encoded}:${group}`,
+          ...entries.map(([id]) => id),
+        );
+        const [pos = null, exp = null, upto = null] = state;
+        const position = pos ?? start ?? '0-0';
+        const leasedUpTo = exp !== null && Number(exp) > now ? upto : null;
+        const partition = decodeURIComponent(encoded);
+        entries.forEach(([streamId, list], index) => {
+          const fields = fieldsOf(list);
+          const status = dead.has(`${encoded}\n${streamId}`)
+            ? 'dead_letter'
+            : compareStreamIds(streamId, position) <= 0 || resolvedAhead[index] === 1
+              ? 'completed'
+              : leasedUpTo !== null && compareStreamIds(streamId, leasedUpTo) <= 0
+                ? 'processing'
+                : 'pending';
+          const at = streamIdTime(streamId);
+          rows.push({
+            at,
+            // Ties (one millisecond) break on the message id, as in process: stream ids of two
+            // partitions do not order their messages.
+            id: fields.m ?? '',
+            row: {
+              id: fields.m ?? '',
+              transactionId: fields.t ?? '',
+              partitionId,
+              queuePath: `${queue}/${partition}`,
+              queue,
+              partition,
+              status,
+              createdAt: new Date(at).toISOString(),
+            },
+          });
+        });
+      }),
+    );
+    return newestFirstPage(rows, filter.offset, filter.limit);
+  }
 
-export async function deleteMessage(
-  backend: RedisBackend,
-  partitionId: string,
-  transactionId: string,
-): Promise<boolean> {
-  const resolved = await backend.registry.resolve(partitionId);
-  if (!resolved) return false;
-  const [queue, partition] = resolved;
-  const base = backend.base(queue);
-  // Read first as well: a resent script (its first reply lost) finds nothing and answers 0.
-  const existed = await backend.redis.hexists(`${base}d:${encode(partition)}`, transactionId);
-  const deleted = await backend.run<number>('delete-message', [base], [encode(partition), transactionId]);
-  return deleted === 1 || existed === 1;
+  async get(partitionId: string, transactionId: string): Promise<MessageView | undefined> {
+    const { backend } = this;
+    const resolved = await backend.registry.resolve(partitionId);
+    if (!resolved) return undefined;
+    const [queue, partition] = resolved;
+    const base = backend.base(queue);
+    const dedup = await backend.redis.hget(`${base}d:${encode(partition)}`, transactionId);
+    if (!dedup) return undefined;
+    const streamId = dedup.slice(0, dedup.indexOf(' '));
+    const entries = (await backend.redis.xrange(`${base}s:${encode(partition)}`, streamId, streamId)) as [
+      string,
+      string[],
+    ][];
+    const [entry] = entries;
+    return entry ? messageView(queue, partition, partitionId, entry) : undefined;
+  }
+
+  async delete(partitionId: string, transactionId: string): Promise<boolean> {
+    const { backend } = this;
+    const resolved = await backend.registry.resolve(partitionId);
+    if (!resolved) return false;
+    const [queue, partition] = resolved;
+    const base = backend.base(queue);
+    // Read first as well: a resent script (its first reply lost) finds nothing and answers 0.
+    const existed = await backend.redis.hexists(`${base}d:${encode(partition)}`, transactionId);
+    const deleted = await backend.run<number>('delete-message', [base], [encode(partition), transactionId]);
+    return deleted === 1 || existed === 1;
+  }
 }

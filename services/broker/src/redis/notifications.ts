@@ -1,8 +1,9 @@
 import { publishSharded, type RedisClient, subscribeSharded, unsubscribeSharded } from '@herald/redis';
+import type { Availability, AvailabilityListener } from '../storage.js';
 
 /*
  * Notifications: every node publishes "work may be available in <queue>" and parked pops
- * listen (long-poll.ts through BrokerStorage.onAvailable). On standalone Redis and Sentinel one
+ * listen (long-poll.ts through the Availability role). On standalone Redis and Sentinel one
  * `notify` channel carries every queue (classic pub/sub reaches every node anyway). On Redis
  * Cluster each queue has its own sharded channel `<base>notify` in the queue's slot, so the
  * traffic spreads over the shards like the queues, and a node subscribes only to the queues it
@@ -17,7 +18,7 @@ function formatNotification(queue: string, capacity: number): string {
   return `${Number.isFinite(capacity) ? capacity : '*'} ${queue}`;
 }
 
-export function parseNotification(message: string): [string, number] {
+function parseNotification(message: string): [string, number] {
   const space = message.indexOf(' ');
   const count = message.slice(0, space);
   if (space > 0 && (count === '*' || /^\d+$/.test(count))) {
@@ -32,7 +33,7 @@ export function parseNotification(message: string): [string, number] {
  * can serve (a bare name: unknown, wake every waiter). Coalesced per event-loop turn: under
  * load many requests finish in one turn, and one PUBLISH per queue then covers them all.
  */
-export class Notifier {
+class Notifier {
   /** Notifications not yet published, queue → capacity. */
   private readonly pending = new Map<string, number>();
   private scheduled = false;
@@ -74,7 +75,7 @@ export const UNWATCH_AFTER_MS = 60_000;
  * takes effect (or fails), `subscribed(queue)` runs: the storage then wakes the queue's parked
  * pops once, so a push notified before the subscription existed is still found.
  */
-export class QueueSubscriptions {
+class QueueSubscriptions {
   private readonly watched = new Map<string, { users: number; timer: NodeJS.Timeout | undefined }>();
 
   constructor(
@@ -122,5 +123,63 @@ export class QueueSubscriptions {
   close(): void {
     for (const entry of this.watched.values()) if (entry.timer) clearTimeout(entry.timer);
     this.watched.clear();
+  }
+}
+
+/**
+ * The Availability role on Redis: publishes through a Notifier, delivers what the subscriber
+ * hears (storage-redis.ts passes this node's notification messages to `receive`) to the
+ * listeners, and on Redis Cluster subscribes per queue while pops are parked there.
+ */
+export class Notifications implements Availability {
+  private readonly listeners = new Set<AvailabilityListener>();
+  private readonly notifier: Notifier;
+  /** Per-queue notification channels this node listens to (Cluster only). */
+  private readonly perQueue: QueueSubscriptions | undefined;
+
+  constructor(
+    redis: RedisClient,
+    subscriber: RedisClient,
+    /** One channel for every queue, or each queue's own channel (Redis Cluster). */
+    channel: string | ((queue: string) => string),
+  ) {
+    if (typeof channel === 'string') {
+      this.notifier = new Notifier(redis, () => channel);
+      // Re-subscribed by ioredis after a reconnect (autoResubscribe).
+      void subscribeSharded(subscriber, channel).catch(() => undefined);
+    } else {
+      this.notifier = new Notifier(redis, channel);
+      this.perQueue = new QueueSubscriptions(subscriber, channel, (queue) =>
+        this.deliver(queue, Number.POSITIVE_INFINITY),
+      );
+    }
+  }
+
+  /** "Work may be available" for these queues (names, or [queue, capacity] pairs), to every node. */
+  notify(queues: Iterable<string | readonly [string, number]>): void {
+    this.notifier.notify(queues);
+  }
+
+  /** A message heard on a notification channel. */
+  receive(message: string): void {
+    const [queue, capacity] = parseNotification(message);
+    this.deliver(queue, capacity);
+  }
+
+  onAvailable(listener: AvailabilityListener): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  watchQueue(queue: string): () => void {
+    return this.perQueue?.watch(queue) ?? (() => undefined);
+  }
+
+  close(): void {
+    this.perQueue?.close();
+  }
+
+  private deliver(queue: string, capacity: number): void {
+    for (const listener of this.listeners) listener(queue, capacity);
   }
 }

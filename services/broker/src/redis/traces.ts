@@ -1,6 +1,6 @@
 import type { Clock, RedisClient } from '@herald/redis';
 import { newId } from '../identifiers.js';
-import type { TraceEntry, TraceInput } from '../storage.js';
+import type { TraceEntry, TraceInput, TraceStore } from '../storage.js';
 
 const TRACE_TTL_SECONDS = 7 * 24 * 3600;
 /** Entries kept per message and per trace name (the oldest go first). */
@@ -14,7 +14,7 @@ const NAMES_KEPT = 10_000;
  * id; the per-message and per-name lists hold only the id, so a trace with N names costs its
  * body once plus N small references (docs/broker-api.md "Limits").
  */
-export class RedisTraces {
+export class RedisTraces implements TraceStore {
   constructor(
     private readonly redis: RedisClient,
     private readonly key: (...parts: string[]) => string,

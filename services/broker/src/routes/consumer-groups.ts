@@ -9,8 +9,8 @@ import { ADMIN, READ_ONLY, READ_WRITE } from './access.js';
 /** Every (group, queue) pair, in Queen's order: by group, then queue. */
 async function memberships(context: BrokerContext): Promise<{ group: string; queue: QueueInfo }[]> {
   const pairs: { group: string; queue: QueueInfo }[] = [];
-  for (const queue of await context.storage.listQueues()) {
-    for (const group of await context.storage.groupsOf(queue.name)) pairs.push({ group, queue });
+  for (const queue of await context.storage.catalog.list()) {
+    for (const group of await context.storage.groups.list(queue.name)) pairs.push({ group, queue });
   }
   return pairs.sort((a, b) => compare(a.group, b.group) || compare(a.queue.name, b.queue.name));
 }
@@ -33,7 +33,7 @@ export function registerConsumerGroupRoutes(app: FastifyInstance, context: Broke
 
   // Queen's get_consumer_groups_v4: a bare array, one entry per (group, queue).
   app.get('/api/v1/consumer-groups', READ_ONLY, async (_request, reply) => {
-    const snapshot = await storage.cachedStats();
+    const snapshot = await storage.housekeeping.cachedStats();
     const stats = new Map(snapshot.map((s) => [s.queue, s]));
     const now = context.clock.now();
     const entries = await memberships(context);
@@ -56,10 +56,10 @@ export function registerConsumerGroupRoutes(app: FastifyInstance, context: Broke
     const minLagSeconds = integer(query.minLagSeconds, 'minLagSeconds', 3600, 0, Number.MAX_SAFE_INTEGER);
     const now = context.clock.now();
     const lagging = [];
-    for (const stats of await storage.cachedStats()) {
+    for (const stats of await storage.housekeeping.cachedStats()) {
       if (!stats.groups.some((g) => g.lag > 0)) continue;
       lagging.push(
-        ...laggingPartitions(stats.queue, await storage.partitionStates(stats.queue), minLagSeconds, now),
+        ...laggingPartitions(stats.queue, await storage.groups.partitions(stats.queue), minLagSeconds, now),
       );
     }
     return lagging.sort((a, b) => b.time_lag_seconds - a.time_lag_seconds);
@@ -73,7 +73,7 @@ export function registerConsumerGroupRoutes(app: FastifyInstance, context: Broke
     const details: Record<string, { partitions: ReturnType<typeof groupPartitions> }> = {};
     for (const { queue } of (await memberships(context)).filter((pair) => pair.group === group)) {
       details[queue.name] = {
-        partitions: groupPartitions(group, await storage.partitionStates(queue.name), now),
+        partitions: groupPartitions(group, await storage.groups.partitions(queue.name), now),
       };
     }
     return details;
@@ -86,8 +86,8 @@ export function registerConsumerGroupRoutes(app: FastifyInstance, context: Broke
   app.delete<{ Params: { group: string } }>('/api/v1/consumer-groups/:group', ADMIN, async (request) => {
     const group = name(request.params.group, 'group');
     let deletedPartitions = 0;
-    for (const queue of await storage.listQueues()) {
-      if (await storage.deleteGroup(queue.name, group)) deletedPartitions += queue.partitions;
+    for (const queue of await storage.catalog.list()) {
+      if (await storage.groups.delete(queue.name, group)) deletedPartitions += queue.partitions;
     }
     return { success: true, consumerGroup: group, deletedPartitions, metadataDeleted: true };
   });
@@ -98,8 +98,8 @@ export function registerConsumerGroupRoutes(app: FastifyInstance, context: Broke
     async (request) => {
       const group = name(request.params.group, 'group');
       const queue = name(request.params.queue, 'queue');
-      const partitions = (await storage.getQueue(queue))?.partitions ?? 0;
-      const deletedPartitions = (await storage.deleteGroup(queue, group)) ? partitions : 0;
+      const partitions = (await storage.catalog.get(queue))?.partitions ?? 0;
+      const deletedPartitions = (await storage.groups.delete(queue, group)) ? partitions : 0;
       return {
         success: true,
         consumerGroup: group,
@@ -129,12 +129,12 @@ export function registerConsumerGroupRoutes(app: FastifyInstance, context: Broke
     const group = name(request.params.group, 'group');
     const queues =
       body.queue === undefined
-        ? (await storage.listQueues()).map((q) => q.name)
+        ? (await storage.catalog.list()).map((q) => q.name)
         : [name(body.queue, 'queue')];
     let rowsUpdated = 0;
     for (const queue of queues) {
-      if (body.queue === undefined && !(await storage.groupsOf(queue)).includes(group)) continue;
-      if ((await storage.seek(queue, group, undefined, target)) > 0) rowsUpdated++;
+      if (body.queue === undefined && !(await storage.groups.list(queue)).includes(group)) continue;
+      if ((await storage.groups.seek(queue, group, undefined, target)) > 0) rowsUpdated++;
     }
     return {
       success: true,
@@ -157,8 +157,8 @@ export function registerConsumerGroupRoutes(app: FastifyInstance, context: Broke
       const group = name(request.params.group, 'group');
       const queue = name(request.params.queue, 'queue');
       const target = parseSeek(request.body);
-      const partitionsUpdated = (await storage.getQueue(queue))
-        ? await storage.seek(queue, group, undefined, target)
+      const partitionsUpdated = (await storage.catalog.get(queue))
+        ? await storage.groups.seek(queue, group, undefined, target)
         : 0;
       return {
         success: true,
@@ -185,7 +185,7 @@ export function registerConsumerGroupRoutes(app: FastifyInstance, context: Broke
         body === undefined || (isObject(body) && Object.keys(body).length === 0)
           ? { toEnd: true }
           : parseSeek(body);
-      if ((await storage.seek(queue, group, partition, target)) === 0) {
+      if ((await storage.groups.seek(queue, group, partition, target)) === 0) {
         throw notFound(`Partition not found: '${partition}' of queue '${queue}'`);
       }
       return {

@@ -12,6 +12,7 @@ import { parseTransactionBody, runTransaction } from '../transaction.js';
 import { isObject, name, optionalString } from '../validation.js';
 import { READ_WRITE, WRITE_ONLY } from './access.js';
 import { sendJsonText } from './common.js';
+import { ackResultsBody, leaseExtensionBody, pushResultsBody, transactionResultsBody } from './wire.js';
 
 function parseQueueOptions(raw: unknown): Partial<QueueOptions> {
   if (raw === undefined || raw === null) return {};
@@ -79,7 +80,7 @@ export function registerDataPlaneRoutes(app: FastifyInstance, context: BrokerCon
     if (queue === '')
       return { configured: true, queue, ...names, options: { ...DEFAULT_QUEUE_OPTIONS, ...options } };
     context.encryption.checkConfigure(queue, options.encryptionEnabled);
-    const info = await context.storage.configure(queue, options, names);
+    const info = await context.storage.catalog.configure(queue, options, names);
     context.encryption.remember(queue, info.options.encryptionEnabled);
     return {
       configured: true,
@@ -92,7 +93,7 @@ export function registerDataPlaneRoutes(app: FastifyInstance, context: BrokerCon
 
   app.post('/api/v1/push', HOT_WRITE_ONLY, async (request, reply) => {
     const items = parsePushBody(request.body, request.identity?.sub, context.maxPayloadBytes);
-    return reply.code(201).send(await push(context, items));
+    return reply.code(201).send(pushResultsBody(await push(context, items)));
   });
 
   const popHandler = async (request: { params: unknown; query: unknown }, reply: FastifyReply) => {
@@ -111,19 +112,20 @@ export function registerDataPlaneRoutes(app: FastifyInstance, context: BrokerCon
   });
   app.get('/api/v1/pop/queue/:queue/partition/:partition', HOT_READ_WRITE, popHandler);
 
-  app.post('/api/v1/ack', HOT_READ_WRITE, async (request) => ack(context, parseAckBody(request.body)));
+  app.post('/api/v1/ack', HOT_READ_WRITE, async (request) =>
+    ackResultsBody(await ack(context, parseAckBody(request.body))),
+  );
   app.post('/api/v1/ack/batch', HOT_READ_WRITE, async (request) =>
-    ack(context, parseBatchAckBody(request.body)),
+    ackResultsBody(await ack(context, parseBatchAckBody(request.body))),
   );
 
-  app.post('/api/v1/transaction', READ_WRITE, async (request) =>
-    runTransaction(
-      context,
-      parseTransactionBody(request.body, request.identity?.sub, context.maxPayloadBytes),
-    ),
-  );
+  app.post('/api/v1/transaction', READ_WRITE, async (request) => {
+    const operations = parseTransactionBody(request.body, request.identity?.sub, context.maxPayloadBytes);
+    const response = await runTransaction(context, operations);
+    return { ...response, results: transactionResultsBody(response.results) };
+  });
 
-  app.post<{ Params: { leaseId: string } }>('/api/v1/lease/:leaseId/extend', READ_WRITE, async (request) =>
-    extendLease(context, request.params.leaseId, parseExtendBody(request.body)),
-  );
+  app.post<{ Params: { leaseId: string } }>('/api/v1/lease/:leaseId/extend', READ_WRITE, async (request) => [
+    leaseExtensionBody(await extendLease(context, request.params.leaseId, parseExtendBody(request.body))),
+  ]);
 }

@@ -15,7 +15,7 @@ import {
 import { ADMIN, READ_ONLY, READ_WRITE } from './access.js';
 
 async function statsByQueue(context: BrokerContext): Promise<Map<string, QueueStats>> {
-  return new Map((await context.storage.cachedStats()).map((stats) => [stats.queue, stats]));
+  return new Map((await context.storage.housekeeping.cachedStats()).map((stats) => [stats.queue, stats]));
 }
 
 /** The snapshot's freshness headers (views.ts, statsHeaders) for a view of these queues. */
@@ -42,9 +42,9 @@ const REQUEUE_ALL_PAGES = 10;
 async function requeueAll(context: BrokerContext, queue: string): Promise<number> {
   let total = 0;
   for (let pages = 0; pages < REQUEUE_ALL_PAGES; pages++) {
-    const page = await context.storage.listDeadLetters({ queue, limit: LIMITS.maxDlqIds, offset: 0 });
+    const page = await context.storage.deadLetters.list({ queue, limit: LIMITS.maxDlqIds, offset: 0 });
     if (page.messages.length === 0) return total;
-    const requeued = await context.storage.requeueDeadLetters(
+    const requeued = await context.storage.deadLetters.requeue(
       queue,
       page.messages.map((letter) => letter.dlqId),
     );
@@ -61,7 +61,7 @@ export function registerResourceRoutes(app: FastifyInstance, context: BrokerCont
   // Queen's get_queues_v2: newest queue first.
   app.get('/api/v1/resources/queues', READ_ONLY, async (_request, reply) => {
     const stats = await statsByQueue(context);
-    const queues = [...(await storage.listQueues())].sort(newestFirst);
+    const queues = [...(await storage.catalog.list())].sort(newestFirst);
     withStatsHeaders(reply, stats, queues, context.clock.now());
     return { queues: queues.map((queue) => queueSummary(queue, stats.get(queue.name), true)) };
   });
@@ -71,10 +71,10 @@ export function registerResourceRoutes(app: FastifyInstance, context: BrokerCont
     READ_ONLY,
     async (request, reply) => {
       const queueName = name(request.params.queue, 'queue');
-      const queue = await storage.getQueue(queueName);
+      const queue = await storage.catalog.get(queueName);
       if (!queue) throw notFound(`Queue '${queueName}' not found`);
       reply.headers(LIVE_STATS_HEADERS);
-      return queueResource(queue, await storage.partitionStates(queue.name));
+      return queueResource(queue, await storage.groups.partitions(queue.name));
     },
   );
 
@@ -83,19 +83,19 @@ export function registerResourceRoutes(app: FastifyInstance, context: BrokerCont
     // Its series go even when nothing was stored (a push refused as a whole still counted).
     context.metrics.forgetQueue(queue);
     // Queen's delete_queue_v1: 200 whether or not the queue existed, `existed` says which.
-    return { deleted: true, queue, existed: await storage.deleteQueue(queue) };
+    return { deleted: true, queue, existed: await storage.catalog.delete(queue) };
   });
 
   // Queen's get_namespaces_v2 and get_tasks_v2 (a task is counted across namespaces).
   app.get('/api/v1/resources/namespaces', READ_ONLY, async (_request, reply) => {
-    const [queues, stats] = [await storage.listQueues(), await statsByQueue(context)];
+    const [queues, stats] = [await storage.catalog.list(), await statsByQueue(context)];
     withStatsHeaders(reply, stats, queues, context.clock.now());
     const entries = groupedQueues(queues, stats, (q) => q.namespace);
     return { namespaces: entries.map(({ key, ...entry }) => ({ namespace: key, ...entry })) };
   });
 
   app.get('/api/v1/resources/tasks', READ_ONLY, async (_request, reply) => {
-    const [queues, stats] = [await storage.listQueues(), await statsByQueue(context)];
+    const [queues, stats] = [await storage.catalog.list(), await statsByQueue(context)];
     withStatsHeaders(reply, stats, queues, context.clock.now());
     const entries = groupedQueues(queues, stats, (q) => q.task);
     return { tasks: entries.map(({ key, ...entry }) => ({ task: key, ...entry })) };
@@ -103,8 +103,8 @@ export function registerResourceRoutes(app: FastifyInstance, context: BrokerCont
 
   app.get('/api/v1/resources/overview', READ_ONLY, async (_request, reply) => {
     const [queues, stats, now] = [
-      await storage.listQueues(),
-      await storage.cachedStats(),
+      await storage.catalog.list(),
+      await storage.housekeeping.cachedStats(),
       context.clock.now(),
     ];
     reply.headers(statsHeaders(stats, queues, now));
@@ -117,12 +117,12 @@ export function registerResourceRoutes(app: FastifyInstance, context: BrokerCont
     const partition = optionalName(query.partition, 'partition');
     const queues =
       query.queue === undefined
-        ? (await storage.listQueues()).map((q) => q.name)
+        ? (await storage.catalog.list()).map((q) => q.name)
         : [name(query.queue, 'queue')];
     const messages = [];
     for (const queue of queues) {
       if (messages.length >= limit) break;
-      const page = await storage.listMessages({
+      const page = await storage.messages.list({
         queue,
         limit: limit - messages.length,
         ...(partition ? { partition } : {}),
@@ -136,7 +136,7 @@ export function registerResourceRoutes(app: FastifyInstance, context: BrokerCont
     '/api/v1/messages/:partitionId/:transactionId',
     READ_ONLY,
     async (request) => {
-      const message = await storage.getMessage(
+      const message = await storage.messages.get(
         name(request.params.partitionId, 'partitionId'),
         name(request.params.transactionId, 'transactionId'),
       );
@@ -152,7 +152,7 @@ export function registerResourceRoutes(app: FastifyInstance, context: BrokerCont
       const partitionId = name(request.params.partitionId, 'partitionId');
       const transactionId = name(request.params.transactionId, 'transactionId');
       // Queen's delete_message_v1: 200 either way, `success` says whether it was there.
-      const success = await storage.deleteMessage(partitionId, transactionId);
+      const success = await storage.messages.delete(partitionId, transactionId);
       return {
         success,
         partitionId,
@@ -169,13 +169,13 @@ export function registerResourceRoutes(app: FastifyInstance, context: BrokerCont
     const group = optionalName(query.consumerGroup, 'consumerGroup');
     const queues =
       query.queue === undefined
-        ? (await storage.listQueues()).map((q) => q.name)
+        ? (await storage.catalog.list()).map((q) => q.name)
         : [name(query.queue, 'queue')];
     let total = 0;
     const messages = [];
     let skip = offset;
     for (const queue of queues) {
-      const page = await storage.listDeadLetters({
+      const page = await storage.deadLetters.list({
         queue,
         limit: limit + skip,
         offset: 0,
@@ -202,6 +202,6 @@ export function registerResourceRoutes(app: FastifyInstance, context: BrokerCont
       }
       return id;
     });
-    return { requeued: await storage.requeueDeadLetters(queue, ids), queue };
+    return { requeued: await storage.deadLetters.requeue(queue, ids), queue };
   });
 }

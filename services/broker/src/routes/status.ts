@@ -47,8 +47,8 @@ export function registerStatusRoutes(
     const query = request.query as Record<string, unknown>;
     const now = context.clock.now();
     const range = timeRange(query, now, HOUR_MS);
-    const queues = (await storage.listQueues()).filter(matches(query, true));
-    const stats = await storage.cachedStats();
+    const queues = (await storage.catalog.list()).filter(matches(query, true));
+    const stats = await storage.housekeeping.cachedStats();
     reply.headers(statsHeaders(stats, queues, now));
     return {
       ...systemStatus(queues, stats, range, now),
@@ -63,9 +63,9 @@ export function registerStatusRoutes(
     const query = request.query as Record<string, unknown>;
     const limit = integer(query.limit, 'limit', 100, 1, LIMITS.maxStatusQueues);
     const offset = integer(query.offset, 'offset', 0, 0, LIMITS.maxStatusQueuesOffset);
-    const snapshot = await storage.cachedStats();
+    const snapshot = await storage.housekeeping.cachedStats();
     const stats = new Map(snapshot.map((s) => [s.queue, s]));
-    const queues = (await storage.listQueues()).filter(matches(query, false)).sort(newestFirst);
+    const queues = (await storage.catalog.list()).filter(matches(query, false)).sort(newestFirst);
     reply.headers(statsHeaders(snapshot, queues, context.clock.now()));
     return {
       queues: queues
@@ -78,9 +78,9 @@ export function registerStatusRoutes(
   // Queen's get_queue_detail_v2.
   app.get<{ Params: { queue: string } }>('/api/v1/status/queues/:queue', READ_ONLY, async (request) => {
     const queueName = name(request.params.queue, 'queue');
-    const queue = await storage.getQueue(queueName);
+    const queue = await storage.catalog.get(queueName);
     if (!queue) throw notFound(`Queue '${queueName}' not found`);
-    return queueDetail(queue, await storage.partitionStates(queue.name));
+    return queueDetail(queue, await storage.groups.partitions(queue.name));
   });
 
   // Queen's shape: a bare array, newest first, each message with its queue-mode state.
@@ -90,8 +90,8 @@ export function registerStatusRoutes(
     async (request) => {
       const query = request.query as Record<string, unknown>;
       const queue = name(request.params.queue, 'queue');
-      if (!(await storage.getQueue(queue))) throw notFound(`Queue '${queue}' not found`);
-      return storage.listQueueMessages({
+      if (!(await storage.catalog.get(queue))) throw notFound(`Queue '${queue}' not found`);
+      return storage.messages.states({
         queue,
         limit: integer(query.limit, 'limit', 50, 1, LIMITS.maxStatusMessages),
         offset: integer(query.offset, 'offset', 0, 0, LIMITS.maxStatusMessagesOffset),
@@ -125,7 +125,7 @@ export function registerStatusRoutes(
 
   app.post('/api/v1/stats/refresh', ADMIN, async () => {
     await maintenance.refreshStats();
-    return { success: true, queues: (await storage.cachedStats()).length };
+    return { success: true, queues: (await storage.housekeeping.cachedStats()).length };
   });
 
   const readEnabled = (body: unknown): boolean => {
@@ -142,7 +142,7 @@ export function registerStatusRoutes(
   }));
 
   app.get('/api/v1/system/maintenance', ADMIN, async () => {
-    const flags = await storage.flags();
+    const flags = await storage.flags.get();
     return {
       maintenanceMode: flags.maintenanceMode,
       popMaintenanceMode: flags.popMaintenanceMode,
@@ -150,7 +150,7 @@ export function registerStatusRoutes(
     };
   });
   app.post('/api/v1/system/maintenance', ADMIN, async (request) => {
-    const flags = await storage.setFlags({ maintenanceMode: readEnabled(request.body) });
+    const flags = await storage.flags.set({ maintenanceMode: readEnabled(request.body) });
     return {
       maintenanceMode: flags.maintenanceMode,
       bufferedMessages: 0,
@@ -160,11 +160,11 @@ export function registerStatusRoutes(
     };
   });
   app.get('/api/v1/system/maintenance/pop', ADMIN, async () => {
-    const flags = await storage.flags();
+    const flags = await storage.flags.get();
     return { popMaintenanceMode: flags.popMaintenanceMode };
   });
   app.post('/api/v1/system/maintenance/pop', ADMIN, async (request) => {
-    const flags = await storage.setFlags({ popMaintenanceMode: readEnabled(request.body) });
+    const flags = await storage.flags.set({ popMaintenanceMode: readEnabled(request.body) });
     return {
       popMaintenanceMode: flags.popMaintenanceMode,
       message: flags.popMaintenanceMode

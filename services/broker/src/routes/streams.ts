@@ -7,6 +7,7 @@ import { parseCycle, parseRegistration, parseStateRequest } from '../streams/par
 import type { StateRow } from '../streams/types.js';
 import { READ_ONLY, READ_WRITE } from './access.js';
 import { sendJsonText } from './common.js';
+import { cycleAckBody, pushResultsBody } from './wire.js';
 
 const unknownQuery = (queryId: string) => notFound(`Unknown query_id '${queryId}': register the query first`);
 
@@ -52,7 +53,7 @@ export function registerStreamsRoutes(
 
   app.post('/streams/v1/cycle', READ_WRITE, async (request) => {
     const input = parseCycle(request.body, request.identity?.sub, context.maxPayloadBytes);
-    if (input.pushItems.length > 0 && (await context.storage.flags()).maintenanceMode)
+    if (input.pushItems.length > 0 && (await context.storage.flags.get()).maintenanceMode)
       throw maintenanceMode();
     // Sink pushes to queues with encryptionEnabled are sealed like any push (docs/broker-encryption.md,
     // "Payload encryption").
@@ -75,7 +76,7 @@ export function registerStreamsRoutes(
     }
     metrics.cycles.inc({ result: 'committed' });
     for (const result of outcome.pushResults) {
-      if (result.status === 'queued') context.metrics.pushed.inc({ queue: result.queueName });
+      if (result.status === 'queued') context.metrics.pushed.inc({ queue: result.queue });
     }
     if (outcome.ackResult && outcome.sourceQueue && input.ack) {
       context.metrics.acked.inc(
@@ -88,8 +89,8 @@ export function registerStreamsRoutes(
       ...common,
       ...(outcome.sourceQueue ? { queueName: outcome.sourceQueue } : {}),
       state_ops_applied: outcome.stateOpsApplied,
-      push_results: outcome.pushResults,
-      ack_result: outcome.ackResult,
+      push_results: pushResultsBody(outcome.pushResults),
+      ack_result: cycleAckBody(outcome.ackResult),
     };
   });
 

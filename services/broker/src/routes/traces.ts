@@ -22,7 +22,7 @@ export function registerTraceRoutes(app: FastifyInstance, context: BrokerContext
     if (Buffer.byteLength(JSON.stringify(data)) > LIMITS.maxTraceDataBytes) {
       throw invalidRequest(`data exceeds ${LIMITS.maxTraceDataBytes} bytes`);
     }
-    const entry = await storage.addTrace({
+    const entry = await storage.traces.add({
       partitionId: name(body.partitionId, 'partitionId'),
       transactionId: name(body.transactionId, 'transactionId'),
       traceNames: [...new Set(names)],
@@ -36,13 +36,13 @@ export function registerTraceRoutes(app: FastifyInstance, context: BrokerContext
 
   app.get('/api/v1/traces/names', READ_ONLY, async (request) => {
     const limit = integer((request.query as Record<string, unknown>).limit, 'limit', 100, 1, 1000);
-    return { names: await storage.traceNames(limit) };
+    return { names: await storage.traces.names(limit) };
   });
 
   app.get<{ Params: { name: string } }>('/api/v1/traces/by-name/:name', READ_ONLY, async (request) => {
     const limit = integer((request.query as Record<string, unknown>).limit, 'limit', 100, 1, 1000);
     const traceName = name(request.params.name, 'name');
-    const traces = await storage.tracesByName(traceName, limit);
+    const traces = await storage.traces.byName(traceName, limit);
     return { traceName, traces, total: traces.length };
   });
 
@@ -50,7 +50,7 @@ export function registerTraceRoutes(app: FastifyInstance, context: BrokerContext
     '/api/v1/traces/:partitionId/:transactionId',
     READ_ONLY,
     async (request) => ({
-      traces: await storage.tracesOf(
+      traces: await storage.traces.ofMessage(
         name(request.params.partitionId, 'partitionId'),
         name(request.params.transactionId, 'transactionId'),
       ),

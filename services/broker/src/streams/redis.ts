@@ -1,9 +1,8 @@
-import type { RedisClient } from '@herald/redis';
 import { encryptionChanged } from '../errors.js';
 import { namespaceAndTask, partitionIdOf } from '../identifiers.js';
 import { forEachBounded, QUEUES_IN_FLIGHT } from '../redis/bounded.js';
-import { slotTag } from '../redis/context.js';
-import { pushItemArguments } from '../redis/push.js';
+import { type RedisBackend, slotTag } from '../redis/context.js';
+import { pushItemArguments } from '../redis/queue-store.js';
 import type { PushResult } from '../storage.js';
 import { STREAMS_LIMITS } from './limits.js';
 import type {
@@ -15,27 +14,6 @@ import type {
   StateRow,
   StreamsStorage,
 } from './types.js';
-
-/** What the streams side needs from RedisStorage (its connection, scripts and indexes). */
-export interface RedisStreamsHost {
-  readonly redis: RedisClient;
-  /** `<prefix>streams:`, or `<prefix>{streams}:` where slots are enforced (one slot for the registry). */
-  readonly registryBase: string;
-  /**
-   * Redis Cluster's one-slot rule is enforced: a query's state lives in its home queue's slot,
-   * and a cycle's queues must share that slot (docs/broker-streams.md, "Streams").
-   */
-  readonly oneSlot: boolean;
-  run(name: string, keys: string[], args: (string | number)[]): Promise<unknown>;
-  /** `<prefix>{<queue>}:` (or the queue's key under its slot group's tag) */
-  base(queue: string): string;
-  /** Queue and partition of a partition id, undefined when unknown. */
-  resolvePartition(partitionId: string): Promise<[string, string] | undefined>;
-  /** Global registrations of queues and partitions a push creates. */
-  register(queue: string, partitions: [string, string][]): Promise<void>;
-  /** Wakes parked pops: [queue, capacity] pairs. */
-  notify(queues: Iterable<readonly [string, number]>): void;
-}
 
 /** The registry's record of a query, as lua/streams-register-1.lua writes it. */
 interface QueryRecord {
@@ -96,21 +74,25 @@ export class RedisStreams implements StreamsStorage {
   /** Queries are never deleted: a location stays valid until a reset starts a new generation. */
   private readonly locations = new Map<string, QueryLocation>();
 
-  constructor(private readonly host: RedisStreamsHost) {}
+  constructor(
+    private readonly backend: RedisBackend,
+    /** `<prefix>streams:`, or `<prefix>{streams}:` where slots are enforced (one slot for the registry). */
+    private readonly registryBase: string,
+  ) {}
 
   private locate(record: QueryRecord): QueryLocation {
     const gen = record.gen ?? 0;
     const home = record.home ?? record.source;
-    const queryBase = this.host.oneSlot
-      ? `${this.host.base(home)}~streams:${record.id}:`
-      : `${this.host.registryBase}{${record.id}}:`;
+    const queryBase = this.backend.oneSlot
+      ? `${this.backend.base(home)}~streams:${record.id}:`
+      : `${this.registryBase}{${record.id}}:`;
     return {
       id: record.id,
       gen,
       home,
       queryBase,
       stateBase: gen === 0 ? queryBase : `${queryBase}g${gen}:`,
-      statsKey: this.host.oneSlot ? `${queryBase}stats` : `${this.host.registryBase}stats`,
+      statsKey: this.backend.oneSlot ? `${queryBase}stats` : `${this.registryBase}stats`,
       field: gen === 0 ? record.id : `${record.id}:${gen}`,
     };
   }
@@ -124,26 +106,30 @@ export class RedisStreams implements StreamsStorage {
   private async location(queryId: string, fresh = false): Promise<QueryLocation | undefined> {
     const known = fresh ? undefined : this.locations.get(queryId);
     if (known) return known;
-    const name = await this.host.redis.hget(`${this.host.registryBase}ids`, queryId);
+    const name = await this.backend.redis.hget(`${this.registryBase}ids`, queryId);
     if (name === null) return undefined;
-    const raw = await this.host.redis.hget(`${this.host.registryBase}queries`, name);
+    const raw = await this.backend.redis.hget(`${this.registryBase}queries`, name);
     return raw === null ? undefined : this.remember(this.locate(JSON.parse(raw) as QueryRecord));
   }
 
   /** Deletes the generations below the current one (lua/streams-drop-2.lua); a no-op when none. */
   private async drop(location: QueryLocation): Promise<void> {
-    await this.host.run('streams-drop', [location.queryBase, location.statsKey], [location.gen, location.id]);
+    await this.backend.run(
+      'streams-drop',
+      [location.queryBase, location.statsKey],
+      [location.gen, location.id],
+    );
   }
 
   async register(registration: QueryRegistration): Promise<RegisterOutcome> {
     const { sourceQueue, sinkQueue } = registration;
-    const sourceTag = this.host.oneSlot ? slotTag(this.host.base(sourceQueue)) : '';
-    if (this.host.oneSlot && sinkQueue && slotTag(this.host.base(sinkQueue)) !== sourceTag) {
+    const sourceTag = this.backend.oneSlot ? slotTag(this.backend.base(sourceQueue)) : '';
+    if (this.backend.oneSlot && sinkQueue && slotTag(this.backend.base(sinkQueue)) !== sourceTag) {
       return { success: false, conflict: 'slot', queryId: null, error: outsideSlot(sinkQueue, sourceQueue) };
     }
-    const reply = await this.host.run(
+    const reply = await this.backend.run(
       'streams-register',
-      [this.host.registryBase],
+      [this.registryBase],
       [
         registration.name,
         sourceQueue,
@@ -186,11 +172,13 @@ export class RedisStreams implements StreamsStorage {
     let location = await this.location(input.queryId);
     if (!location) return undefined;
     for (const item of input.pushItems) {
-      await this.host.register(item.queue, [[item.partition, partitionIdOf(item.queue, item.partition)]]);
+      await this.backend.registry.register(item.queue, [
+        [item.partition, partitionIdOf(item.queue, item.partition)],
+      ]);
     }
     let source: [string, string] | undefined;
     if (input.ack) {
-      source = await this.host.resolvePartition(input.partitionId);
+      source = await this.backend.registry.resolve(input.partitionId);
       // Checked before the script: an unknown partition is the ack's 'Message not found'.
       if (!source) return { success: false, error: 'Message not found' };
     }
@@ -216,8 +204,8 @@ export class RedisStreams implements StreamsStorage {
     const slot = slotTag(location.queryBase);
     /** KEYS index of a queue's base (declared once each); undefined: outside the state's slot. */
     const keyOf = (queue: string): number | undefined => {
-      const base = this.host.base(queue);
-      if (this.host.oneSlot && slotTag(base) !== slot) return undefined;
+      const base = this.backend.base(queue);
+      if (this.backend.oneSlot && slotTag(base) !== slot) return undefined;
       const index = keys.indexOf(base);
       return index >= 0 ? index + 1 : keys.push(base);
     };
@@ -266,7 +254,7 @@ export class RedisStreams implements StreamsStorage {
     } else {
       args.push('0');
     }
-    const answer = JSON.parse(String(await this.host.run('streams-cycle', keys, args))) as LuaCycleAnswer;
+    const answer = JSON.parse(String(await this.backend.run('streams-cycle', keys, args))) as LuaCycleAnswer;
     if (answer.stale) return 'stale';
     // PayloadEncryption.store reads the option again, seals and sends the cycle once more.
     if (answer.clear !== undefined) throw encryptionChanged(answer.clear);
@@ -277,26 +265,22 @@ export class RedisStreams implements StreamsStorage {
     const pushResults: PushResult[] = pushes.map((push, index) => {
       if (push.queued === 1) sinkQueues.set(push.queue, 1);
       return {
-        index,
-        transaction_id: push.transactionId,
+        transactionId: push.transactionId,
         status: push.queued === 1 ? 'queued' : 'duplicate',
-        message_id: push.messageId,
-        partition_id: push.partitionId,
-        trace_id: input.pushItems[index]?.traceId ?? null,
-        queueName: push.queue,
+        messageId: push.messageId,
+        partitionId: push.partitionId,
+        traceId: input.pushItems[index]?.traceId ?? null,
+        queue: push.queue,
       };
     });
     const ackResult = answer.ack
-      ? {
-          success: true as const,
-          count: answer.ack.count,
-          lease_released: answer.ack.released === 1,
-          dlq: answer.ack.dlq === 1,
-        }
+      ? { count: answer.ack.count, leaseReleased: answer.ack.released === 1, dlq: answer.ack.dlq === 1 }
       : null;
-    if (ackResult?.lease_released && sourceQueue) sinkQueues.set(sourceQueue, 1);
+    if (ackResult?.leaseReleased && sourceQueue) sinkQueues.set(sourceQueue, 1);
     // Capacity unknown per sink partition here: wake every parked pop of the queues touched.
-    this.host.notify([...sinkQueues.keys()].map((queue) => [queue, Number.POSITIVE_INFINITY] as const));
+    this.backend.notifications.notify(
+      [...sinkQueues.keys()].map((queue) => [queue, Number.POSITIVE_INFINITY] as const),
+    );
     return {
       success: true,
       stateOpsApplied: answer.applied ?? 0,
@@ -311,7 +295,7 @@ export class RedisStreams implements StreamsStorage {
     for (let attempt = 1; location && attempt <= STALE_ATTEMPTS; attempt++) {
       // The generation marker in the same transaction: a newer one means a reset dropped this one.
       const shard = `${location.stateBase}s:${partitionId}`;
-      const read = this.host.redis.multi().get(`${location.queryBase}gen`);
+      const read = this.backend.redis.multi().get(`${location.queryBase}gen`);
       if (keys.length === 0) read.hgetall(shard);
       else read.hmget(shard, ...keys);
       const replies = (await read.exec()) ?? [];
@@ -325,17 +309,17 @@ export class RedisStreams implements StreamsStorage {
   }
 
   async stats(): Promise<QueryStateStats[]> {
-    const records = Object.entries(await this.host.redis.hgetall(`${this.host.registryBase}queries`)).map(
+    const records = Object.entries(await this.backend.redis.hgetall(`${this.registryBase}queries`)).map(
       ([query, raw]) => ({ query, location: this.locate(JSON.parse(raw) as QueryRecord) }),
     );
     const counts = new Map<string, (string | null)[]>();
-    if (this.host.oneSlot) {
+    if (this.backend.oneSlot) {
       await forEachBounded(records, QUEUES_IN_FLIGHT, async ({ location }) => {
         const { statsKey, field } = location;
-        counts.set(location.id, await this.host.redis.hmget(statsKey, `r:${field}`, `b:${field}`));
+        counts.set(location.id, await this.backend.redis.hmget(statsKey, `r:${field}`, `b:${field}`));
       });
     } else {
-      const all = await this.host.redis.hgetall(`${this.host.registryBase}stats`);
+      const all = await this.backend.redis.hgetall(`${this.registryBase}stats`);
       for (const { location } of records) {
         counts.set(location.id, [all[`r:${location.field}`] ?? null, all[`b:${location.field}`] ?? null]);
       }

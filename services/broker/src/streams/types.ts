@@ -45,10 +45,10 @@ export interface CycleInput {
   ack: CycleAck | null;
 }
 
+/** What a cycle's ack did (routes/wire.ts gives it Queen's names). */
 export interface CycleAckResult {
-  success: true;
   count: number;
-  lease_released: boolean;
+  leaseReleased: boolean;
   dlq: boolean;
 }
 

@@ -1,0 +1,399 @@
+/*
+ * The data path on Redis (the QueueStore role): push, pop, release, ack, transaction and lease
+ * extension. Each is one script per queue it touches (lua/push-1.lua, pop-1.lua, release-1.lua,
+ * ack-1.lua, transaction-1.lua, extend-lease-1.lua; their headers list KEYS and ARGV and say
+ * why a resend is safe), with the global registrations a later request looks names up by: the
+ * partition-id index (registry.ts: acks name a partition by id) and the lease index
+ * (`lease:<leaseId>` → queue: an extension names only the lease). Where a lease expires: the
+ * scripts expire the ones they meet; housekeeping.ts sweeps the rest.
+ */
+import { encryptionChanged, queueFull } from '../errors.js';
+import { namespaceAndTask, partitionIdOf, positionBefore, streamIdTime } from '../identifiers.js';
+import type {
+  AckInput,
+  AckResult,
+  LeaseExtension,
+  PopRequest,
+  PopResult,
+  PushItem,
+  PushResult,
+  QueueStore,
+  TransactionOperation,
+  TransactionOperationResult,
+  TransactionOutcome,
+} from '../storage.js';
+import { forEachBounded, QUEUES_IN_FLIGHT } from './bounded.js';
+import { decode, encode, type RedisBackend, type Reply, slotTag } from './context.js';
+
+/** How long the lease index outlives its lease (an extension arriving late still finds it). */
+const LEASE_INDEX_GRACE_MS = 60_000;
+
+export function pushItemArguments(item: PushItem, partitionId: string): string[] {
+  return [
+    encode(item.partition),
+    partitionId,
+    item.transactionId,
+    item.messageId,
+    item.traceId ?? '',
+    item.data,
+    item.producerSub ?? '',
+  ];
+}
+
+export function ackArguments(ack: AckInput, partition: string): string[] {
+  return [
+    encode(partition),
+    encode(ack.group),
+    ack.transactionId,
+    ack.status,
+    ack.leaseId ?? '',
+    ack.error ?? '',
+  ];
+}
+
+export function crossSlotError(first: string, other: string): string {
+  return (
+    `Transaction spans queues in different Redis Cluster slots ('${first}' and '${other}'): ` +
+    'on Redis Cluster a transaction may only touch queues that share a slot group (BROKER_REDIS_SLOT_GROUP)'
+  );
+}
+
+/**
+ * How many pops per group a push can serve, per queue: one per partition it wrote a new
+ * message to (a pop leases whole partitions, one consumer per partition and group).
+ */
+export function pushCapacity(
+  items: readonly PushItem[],
+  results: readonly PushResult[],
+): Map<string, number> {
+  const partitions = new Map<string, Set<string>>();
+  items.forEach((item, index) => {
+    if (results[index]?.status !== 'queued') return;
+    let set = partitions.get(item.queue);
+    if (!set) {
+      set = new Set();
+      partitions.set(item.queue, set);
+    }
+    set.add(item.partition);
+  });
+  return new Map([...partitions].map(([queue, set]) => [queue, set.size]));
+}
+
+export class RedisQueueStore implements QueueStore {
+  constructor(private readonly backend: RedisBackend) {}
+
+  async push(items: PushItem[]): Promise<PushResult[]> {
+    const { backend } = this;
+    const byQueue = new Map<string, { index: number; item: PushItem; partitionId: string }[]>();
+    items.forEach((item, index) => {
+      const list = byQueue.get(item.queue) ?? [];
+      list.push({ index, item, partitionId: partitionIdOf(item.queue, item.partition) });
+      byQueue.set(item.queue, list);
+    });
+    const results: PushResult[] = new Array(items.length);
+    // By queue in input order, so the first refusal is the same whatever script answers first.
+    const failures: (Error | undefined)[] = [];
+    await forEachBounded([...byQueue], QUEUES_IN_FLIGHT, async ([queue, list], order) => {
+      await backend.registry.register(
+        queue,
+        list.map(({ item, partitionId }) => [item.partition, partitionId] as [string, string]),
+      );
+      const base = backend.base(queue);
+      const { namespace, task } = namespaceAndTask(queue);
+      const args: (string | number)[] = [namespace, task];
+      for (const { item, partitionId } of list) {
+        args.push(...pushItemArguments(item, partitionId));
+      }
+      const reply = await backend.run<Reply[]>('push', [base], args);
+      if (reply[0] === 'CLEAR') {
+        failures[order] = encryptionChanged(queue);
+        return;
+      }
+      if (reply[0] === 'FULL') {
+        failures[order] = queueFull(queue, Number(reply[1]), Number(reply[2]));
+        return;
+      }
+      const rows = reply[1] as [number, string][];
+      list.forEach(({ index, item, partitionId }, position) => {
+        const [queued, messageId] = rows[position] as [number, string];
+        results[index] = {
+          transactionId: item.transactionId,
+          status: queued === 1 ? 'queued' : 'duplicate',
+          messageId,
+          partitionId,
+          traceId: item.traceId,
+          queue,
+        };
+      });
+    });
+    // The queues that stored their items wake their waiters even when another one refused.
+    backend.notifications.notify(pushCapacity(items, results));
+    const failure = failures.find((error) => error !== undefined);
+    if (failure) throw failure;
+    return results;
+  }
+
+  async pop(request: PopRequest): Promise<PopResult> {
+    const { backend } = this;
+    const base = backend.base(request.queue);
+    const start =
+      request.subscription.mode === 'all'
+        ? '0-0'
+        : positionBefore(request.subscription.mode === 'new' ? backend.clock.now() : request.subscription.at);
+    const reply = await backend.run<[string, [string, string, string, string, Reply[][]][]]>(
+      'pop',
+      [base],
+      [
+        encode(request.group),
+        request.partition === undefined ? '' : encode(request.partition),
+        request.batch,
+        request.maxPartitions,
+        request.leaseId,
+        start,
+      ],
+    );
+    const partitions = reply[1].map(([partition, partitionId, leaseId, expiresAt, messages]) => ({
+      queue: request.queue,
+      partition: decode(partition),
+      partitionId,
+      leaseId,
+      leaseExpiresAt: Number(expiresAt),
+      messages: messages.map((row) => {
+        const [streamId, id, transactionId, traceId, data, producerSub, retryCount] = row as [
+          string,
+          string,
+          string,
+          string,
+          string,
+          string,
+          number,
+        ];
+        return {
+          id,
+          transactionId,
+          traceId: traceId === '' ? null : traceId,
+          data,
+          producerSub: producerSub === '' ? null : producerSub,
+          createdAt: streamIdTime(streamId),
+          retryCount: Number(retryCount),
+        };
+      }),
+    }));
+    const first = partitions[0];
+    if (first) {
+      // Lease extension names only the lease: this index finds its queue (and expires).
+      await backend.redis.set(
+        backend.key('lease', first.leaseId),
+        request.queue,
+        'PX',
+        Math.max(1000, first.leaseExpiresAt - backend.clock.now() + LEASE_INDEX_GRACE_MS),
+      );
+    }
+    return { partitions, nextReadyAt: Number(reply[0]) };
+  }
+
+  /** Gives a pop's leases back without counting an attempt (its client went away). */
+  async release(result: PopResult, group: string): Promise<void> {
+    const { backend } = this;
+    const byQueue = new Map<string, { leaseId: string; partitions: string[] }>();
+    const freed: (readonly [string, number])[] = [];
+    for (const popped of result.partitions) {
+      const entry = byQueue.get(popped.queue) ?? { leaseId: popped.leaseId, partitions: [] };
+      entry.partitions.push(encode(popped.partition), encode(group));
+      byQueue.set(popped.queue, entry);
+      freed.push([popped.queue, 1]);
+    }
+    await Promise.all(
+      [...byQueue].map(([queue, { leaseId, partitions }]) => {
+        const base = backend.base(queue);
+        return backend.run('release', [base], [leaseId, ...partitions]);
+      }),
+    );
+    backend.notifications.notify(freed);
+  }
+
+  async ack(acks: AckInput[]): Promise<AckResult[]> {
+    const { backend } = this;
+    const results: AckResult[] = new Array(acks.length);
+    const byQueue = new Map<string, { index: number; ack: AckInput; partition: string }[]>();
+    await Promise.all(
+      acks.map(async (ack, index) => {
+        // Known partitions resolve without a promise per ack (a batch names few partitions).
+        const resolved =
+          backend.registry.known(ack.partitionId) ?? (await backend.registry.resolve(ack.partitionId));
+        if (!resolved) {
+          results[index] = {
+            transactionId: ack.transactionId,
+            success: false,
+            error: 'Message not found',
+            queue: null,
+            partition: null,
+            leaseReleased: false,
+            dlq: false,
+            repeat: false,
+          };
+          return;
+        }
+        const [queue, partition] = resolved;
+        const list = byQueue.get(queue) ?? [];
+        list.push({ index, ack, partition });
+        byQueue.set(queue, list);
+      }),
+    );
+    const wake: (readonly [string, number])[] = [];
+    await Promise.all(
+      [...byQueue].map(async ([queue, list]) => {
+        list.sort((a, b) => a.index - b.index);
+        const base = backend.base(queue);
+        const args: string[] = [];
+        for (const { ack, partition } of list) {
+          args.push(...ackArguments(ack, partition));
+        }
+        const rows = await backend.run<[number, string, number, number, number][]>('ack', [base], args);
+        // A partition id the registry knows but no message was ever stored under (a refused push
+        // registers first) names no queue in the answer, as in process (differential test).
+        const unknown = new Set<string>();
+        const notFound = list.filter((_, position) => rows[position]?.[1] === 'Message not found');
+        if (notFound.length > 0) {
+          const names = [...new Set(notFound.map(({ partition }) => partition))];
+          const ids = await backend.redis.hmget(`${base}parts`, ...names.map(encode));
+          names.forEach((name, position) => {
+            if (ids[position] === null) unknown.add(name);
+          });
+        }
+        list.forEach(({ index, ack, partition }, position) => {
+          const [ok, error, released, dlq, repeat] = rows[position] as [
+            number,
+            string,
+            number,
+            number,
+            number,
+          ];
+          if (
+            released === 1 ||
+            (ok === 1 && repeat !== 1 && ack.status !== 'completed' && ack.status !== 'success')
+          ) {
+            wake.push([queue, 1]);
+          }
+          results[index] = {
+            transactionId: ack.transactionId,
+            success: ok === 1,
+            error: ok === 1 ? null : error,
+            queue: unknown.has(partition) ? null : queue,
+            partition: unknown.has(partition) ? null : partition,
+            leaseReleased: released === 1,
+            dlq: dlq === 1,
+            repeat: repeat === 1,
+          };
+        });
+      }),
+    );
+    backend.notifications.notify(wake);
+    return results;
+  }
+
+  async transaction(operations: TransactionOperation[]): Promise<TransactionOutcome> {
+    const { backend } = this;
+    const args: string[] = [];
+    const touched = new Set<string>();
+    const pushes: { queue: string; partitionId: string }[] = [];
+    /** KEYS: the base of each queue touched, in first-use order (the script's key index is 1-based). */
+    const bases: string[] = [];
+    const queues: string[] = [];
+    /** Each operation's key index. */
+    const keyIndexes: number[] = [];
+    const keyOf = (queue: string): number => {
+      const base = backend.base(queue);
+      let index = bases.indexOf(base);
+      if (index === -1) index = bases.push(base) - 1;
+      queues[index] = queue;
+      keyIndexes.push(index + 1);
+      return index + 1;
+    };
+    for (const [index, operation] of operations.entries()) {
+      if (operation.type === 'push') {
+        const { item } = operation;
+        const partitionId = partitionIdOf(item.queue, item.partition);
+        await backend.registry.register(item.queue, [[item.partition, partitionId]]);
+        const { namespace, task } = namespaceAndTask(item.queue);
+        args.push(
+          'push',
+          String(keyOf(item.queue)),
+          namespace,
+          task,
+          ...pushItemArguments(item, partitionId),
+        );
+        touched.add(item.queue);
+        pushes[index] = { queue: item.queue, partitionId };
+      } else {
+        const { ack } = operation;
+        // An unknown partition is checked by the script too (key index 0: not found), in
+        // operation order, so an earlier failing operation answers first, as in process
+        // (differential test).
+        const resolved = await backend.registry.resolve(ack.partitionId);
+        const [queue, partition] = resolved ?? ['', ''];
+        if (!resolved) keyIndexes.push(0);
+        args.push('ack', resolved ? String(keyOf(queue)) : '0', ...ackArguments(ack, partition));
+        if (resolved) touched.add(queue);
+      }
+    }
+    // Only acks of partitions no queue has: the first one fails (nothing to run).
+    if (bases.length === 0) return { success: false, failedIndex: 0, error: 'Message not found' };
+    if (backend.oneSlot) {
+      const tag = slotTag(bases[0] as string);
+      const other = bases.findIndex((base) => slotTag(base) !== tag);
+      if (other !== -1) {
+        // Answered at the first operation on a queue outside the first queue's slot.
+        return {
+          success: false,
+          failedIndex: keyIndexes.indexOf(other + 1),
+          error: crossSlotError(queues[0] as string, queues[other] as string),
+        };
+      }
+    }
+    const reply = await backend.run<Reply[]>('transaction', bases, args);
+    if (reply[0] === 'CLEAR') {
+      const refused = operations[Number(reply[1])];
+      throw encryptionChanged(refused?.type === 'push' ? refused.item.queue : '');
+    }
+    if (reply[0] === 'FAIL') {
+      return { success: false, failedIndex: Number(reply[1]), error: String(reply[2]) };
+    }
+    const rows = reply[1] as Reply[][];
+    const results = operations.map((operation, index): TransactionOperationResult => {
+      const row = rows[index] as Reply[];
+      if (operation.type === 'push') {
+        const push = pushes[index] as { queue: string; partitionId: string };
+        return {
+          type: 'push',
+          transactionId: operation.item.transactionId,
+          status: row[1] === 1 ? 'queued' : 'duplicate',
+          messageId: String(row[2]),
+          partitionId: push.partitionId,
+          traceId: operation.item.traceId,
+          queue: push.queue,
+        };
+      }
+      return {
+        type: 'ack',
+        transactionId: operation.ack.transactionId,
+        dlq: row[2] === 1,
+        repeat: row[3] === 1,
+      };
+    });
+    backend.notifications.notify(touched);
+    return { success: true, results };
+  }
+
+  async extendLease(leaseId: string, seconds: number): Promise<LeaseExtension> {
+    const { backend } = this;
+    const queue = await backend.redis.get(backend.key('lease', leaseId));
+    if (!queue) return { leaseId, success: false, error: 'Lease not found', expiresAt: null };
+    const base = backend.base(queue);
+    const [ok, value] = await backend.run<[number, string]>('extend-lease', [base], [leaseId, seconds]);
+    if (ok !== 1) return { leaseId, success: false, error: value, expiresAt: null };
+    const expiresAt = Number(value);
+    await backend.redis.pexpireat(backend.key('lease', leaseId), expiresAt + LEASE_INDEX_GRACE_MS);
+    return { leaseId, success: true, error: null, expiresAt };
+  }
+}
