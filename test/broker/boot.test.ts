@@ -6,11 +6,34 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { test } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { freePort, RedisServer, waitFor } from '@herald/testkit';
 import { call, MAIN } from './nodes.js';
+
+/**
+ * Refused connection attempts to wait for before Redis starts: four rounds of the six
+ * connections a broker opens (storage, notify, BullMQ queue, worker and its blocking
+ * connection, maintenance check), the reconnect backoff's first steps (100 to 800 ms).
+ */
+const REFUSED_ATTEMPTS = 24;
+
+/**
+ * Loaded into the broker (`--import`): appends the port of each of its TCP connection attempts
+ * refused (ECONNREFUSED) to the file named by HERALD_REFUSED_FILE, as node:net reports them
+ * (diagnostics channel `net.client.socket`: every connection ioredis opens).
+ */
+const REFUSED_RECORDER = `data:text/javascript;base64,${Buffer.from(`
+import { subscribe } from 'node:diagnostics_channel';
+import { appendFileSync } from 'node:fs';
+const file = process.env.HERALD_REFUSED_FILE;
+if (file) subscribe('net.client.socket', ({ socket }) => socket.once('error', (error) => {
+  if (error.code === 'ECONNREFUSED') appendFileSync(file, error.port + '\\n');
+}));
+`).toString('base64')}`;
 
 test('a broker booted without Redis listens, is not ready, then ready once Redis starts', {
   timeout: 60_000,
@@ -18,7 +41,15 @@ test('a broker booted without Redis listens, is not ready, then ready once Redis
   const redisPort = await freePort();
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
-  const child = spawn(process.execPath, [MAIN], {
+  const directory = mkdtempSync(join(tmpdir(), 'herald-boot-'));
+  const refusedFile = join(directory, 'refused');
+  const refused = () =>
+    existsSync(refusedFile)
+      ? readFileSync(refusedFile, 'utf8')
+          .split('\n')
+          .filter((line) => line === String(redisPort)).length
+      : 0;
+  const child = spawn(process.execPath, ['--import', REFUSED_RECORDER, MAIN], {
     env: {
       PATH: process.env.PATH ?? '',
       PORT: String(port),
@@ -26,6 +57,7 @@ test('a broker booted without Redis listens, is not ready, then ready once Redis
       LOG_LEVEL: 'info',
       REDIS_URL: `redis://127.0.0.1:${redisPort}`,
       SHUTDOWN_TIMEOUT: '3000',
+      HERALD_REFUSED_FILE: refusedFile,
     },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -46,7 +78,10 @@ test('a broker booted without Redis listens, is not ready, then ready once Redis
     const waiting = new RegExp(`waiting for Redis at 127\\.0\\.0\\.1:${redisPort}`);
     await waitFor(() => lines.some((line) => waiting.test(line)), { what: 'the "waiting for Redis" line' });
     // Several reconnect attempts of every connection (storage, notify, BullMQ queue and worker).
-    await sleep(3000);
+    await waitFor(() => refused() >= REFUSED_ATTEMPTS, {
+      what: `${REFUSED_ATTEMPTS} refused connection attempts to Redis`,
+      timeoutMs: 30_000,
+    });
     assert.equal((await call(url, 'GET', '/readyz')).status, 503);
 
     redis = await RedisServer.start({ port: redisPort });
@@ -81,5 +116,6 @@ test('a broker booted without Redis listens, is not ready, then ready once Redis
     child.kill('SIGTERM');
     if (child.exitCode === null) await once(child, 'exit');
     await redis?.destroy();
+    rmSync(directory, { recursive: true, force: true });
   }
 });

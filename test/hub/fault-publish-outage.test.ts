@@ -2,7 +2,6 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { RedisServer, uniquePrefix, waitFor } from '@herald/testkit';
 import {
   type HubProcess,
@@ -43,6 +42,20 @@ describe('a publish answered 503 during a Redis fault', () => {
   const redisCli = (...args: string[]) =>
     execFileSync('redis-cli', ['-p', String(redis.port), ...args], { encoding: 'utf8' });
   const ready = () => waitFor(() => node.isReady(), { what: 'the node ready again', timeoutMs: 20_000 });
+  /** The publish script written to Redis and held there by CLIENT PAUSE: in flight, not run. */
+  const scriptHeld = () =>
+    waitFor(
+      () =>
+        redisCli('CLIENT', 'LIST')
+          .split('\n')
+          .some(
+            (client) =>
+              /\bname=herald-hub-publisher\b/.test(client) &&
+              /\bflags=\S*b/.test(client) &&
+              /\bcmd=evalsha\b/.test(client),
+          ),
+      { what: 'the publish script to wait in the paused Redis' },
+    );
 
   /** Every update id in history, oldest first (a replay from `earliest`, closed at the marker). */
   async function historyIds(marker: string): Promise<string[]> {
@@ -66,13 +79,17 @@ describe('a publish answered 503 during a Redis fault', () => {
     },
     {
       // The script is written to the socket and waits in Redis; it runs when the pause ends,
-      // after the node answered 503.
+      // after the node answered 503 (WRITE pauses leave CLIENT UNPAUSE allowed).
       name: 'Redis stalled past the publish timeout, then resumed',
       during: async (send) => {
-        redisCli('CLIENT', 'PAUSE', '7000', 'WRITE');
-        const status = await send();
-        await sleep(2500);
-        return status;
+        redisCli('CLIENT', 'PAUSE', '60000', 'WRITE');
+        const answered = send();
+        try {
+          await scriptHeld();
+          return await answered;
+        } finally {
+          redisCli('CLIENT', 'UNPAUSE');
+        }
       },
     },
     {
@@ -82,7 +99,7 @@ describe('a publish answered 503 during a Redis fault', () => {
       during: async (send) => {
         redisCli('CLIENT', 'PAUSE', '60000', 'WRITE');
         const answered = send();
-        await sleep(500);
+        await scriptHeld();
         await redis.kill();
         await redis.launch();
         return answered;
@@ -90,15 +107,17 @@ describe('a publish answered 503 during a Redis fault', () => {
     },
     {
       // The script is in flight when the connection dies; ioredis would resend it on reconnect.
+      // Redis dies once the node answered (the publish timeout passed, so did the script's
+      // deadline) and comes back at once.
       name: 'Redis stalled, then killed and restarted after the publish timeout',
       during: async (send) => {
         redisCli('CLIENT', 'PAUSE', '60000', 'WRITE');
         const answered = send();
-        await sleep(1000);
+        await scriptHeld();
+        const status = await answered;
         await redis.kill();
-        await sleep(6000);
         await redis.launch();
-        return answered;
+        return status;
       },
     },
   ];

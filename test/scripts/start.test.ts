@@ -11,7 +11,7 @@ import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { freePort } from '@herald/testkit';
+import { freePort, waitFor } from '@herald/testkit';
 
 const repo = fileURLToPath(new URL('../../', import.meta.url));
 const script = join(repo, 'scripts', 'start.mjs');
@@ -116,8 +116,14 @@ test('sh -c "node scripts/start.mjs" (what npm runs): SIGTERM to the shell leave
   });
   started.child.kill('SIGTERM');
   await started.exited;
-  // start.mjs sees it was re-parented and stops both; then it exits itself.
-  while (alive(supervisor) || services.some(alive)) await new Promise((resolve) => setTimeout(resolve, 100));
+  // start.mjs sees it was re-parented and stops both; then it exits itself. They are not this
+  // process's children (no exit event reaches it): /proc is polled; the deadline only catches a
+  // process that never exits.
+  await waitFor(() => !alive(supervisor) && !services.some(alive), {
+    timeoutMs: 30_000,
+    intervalMs: 100,
+    what: `start.mjs (${supervisor}) and its services (${services.join(', ')}) to exit`,
+  });
   assert.deepEqual(services.filter(alive), []);
 });
 

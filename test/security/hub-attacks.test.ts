@@ -3,6 +3,7 @@
 // status the issue requires and, where it matters, the state or the log afterwards.
 import assert from 'node:assert/strict';
 import { after, before } from 'node:test';
+import { waitFor } from '@herald/testkit';
 import { SseStream } from '../../services/hub/test/helpers.js';
 import { type AttackRow, assertBearerChallenge, registerCatalogue } from './catalogue.js';
 import { PUBLISHER_SECRET, type ServiceNode, SUBSCRIBER_SECRET, startNode } from './nodes.js';
@@ -415,10 +416,15 @@ const rows: AttackRow[] = [
       );
       streams.push(stream);
       assert.ok([200, 400].includes(stream.status), `subscribe answered ${stream.status}`);
+      const logged = hub.output().length;
       const published = rawRequest(hub.port, publish(`${topic(LONG_TOPIC)}&data=x`, PUBLISH_ALL), 15_000);
       // Liveness while the publish is matched (ce84a74: ~4.5 s of event loop per publish here,
-      // 11–12 s in the issue's reproduction); a generous bound, not a benchmark.
-      await new Promise((resolve) => setTimeout(resolve, 100));
+      // 11–12 s in the issue's reproduction); a generous bound, not a benchmark. The health check
+      // goes once the hub logged the publish's arrival, not after a guessed delay: what follows is
+      // the publish's own handling, and the in-process backend stores and matches it in one step.
+      await waitFor(() => /"method":"POST"[^\n]*"msg":"incoming request"/.test(hub.output().slice(logged)), {
+        what: 'the hub to log the publish',
+      });
       const health = await rawRequest(hub.port, { method: 'GET', target: '/healthz' }, 2000);
       assert.equal(health.status, 200);
       assert.equal((await published).status, 200);

@@ -9,14 +9,17 @@
  * a node not ready, and its output never carries the password.
  */
 import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
 import { after, before, describe, test } from 'node:test';
-import { setTimeout as delay } from 'node:timers/promises';
+import { promisify } from 'node:util';
 import {
+  type AclUser,
   createTestCertificates,
   RedisCluster,
   RedisSentinelSet,
   type TestCertificates,
   uniquePrefix,
+  waitFor,
 } from '@herald/testkit';
 import { assertPushPop } from '../broker/nodes.js';
 import { publishOk, SseStream, subscribeUrl } from '../hub/support.js';
@@ -25,6 +28,9 @@ import { type Service, startNode } from '../security/nodes.js';
 const DATA_USER = { username: 'app', password: 'data-password-never-printed' };
 const SENTINEL_USER = { username: 'watcher', password: 'sentinel-password-never-printed' };
 const PASSWORDS = new RegExp(`${DATA_USER.password}|${SENTINEL_USER.password}`);
+/** Refusals by Redis to wait for once a refused node answered 503: it kept trying, and failing. */
+const MORE_REFUSALS = 3;
+const run = promisify(execFile);
 
 let certificates: TestCertificates;
 before(() => {
@@ -62,8 +68,38 @@ async function assertWorks(service: Service, environment: Record<string, string>
   }
 }
 
-/** Not ready, still not ready after a few reconnect attempts, no password in its output. */
-async function assertRefused(service: Service, environment: Record<string, string>): Promise<void> {
+/** A server of the topology (data server, sentinel or cluster node) and the user that reads its INFO. */
+interface Server {
+  readonly port: number;
+  readonly user: AclUser;
+}
+
+/** How often the servers have turned a client away: their error replies (a refused AUTH or command). */
+async function refusals(servers: readonly Server[]): Promise<number> {
+  let total = 0;
+  for (const { port, user } of servers) {
+    const cli = ['-h', '127.0.0.1', '-p', String(port), '--tls', '--cacert', certificates.caFile];
+    const { stdout } = await run('redis-cli', [...cli, '--user', user.username, 'INFO', 'stats'], {
+      env: { ...process.env, REDISCLI_AUTH: user.password },
+      encoding: 'utf8',
+      timeout: 5000,
+    });
+    const errorReplies = /^total_error_replies:(\d+)/m.exec(stdout)?.[1];
+    assert.ok(errorReplies !== undefined, `no total_error_replies in INFO stats of ${port}:\n${stdout}`);
+    total += Number(errorReplies);
+  }
+  return total;
+}
+
+/**
+ * Not ready, still not ready after a few more attempts each refused by `servers`, no password in
+ * its output. One node at a time: the servers' count does not tell nodes apart.
+ */
+async function assertRefused(
+  service: Service,
+  environment: Record<string, string>,
+  servers: readonly Server[],
+): Promise<void> {
   const node = await startNode(
     service,
     { LOG_LEVEL: 'info', NODE_EXTRA_CA_CERTS: certificates.caFile, ...environment },
@@ -71,7 +107,12 @@ async function assertRefused(service: Service, environment: Record<string, strin
   );
   try {
     assert.equal((await fetch(`${node.origin}/readyz`)).status, 503, node.output());
-    await delay(1500);
+    const refused = await refusals(servers);
+    await waitFor(async () => (await refusals(servers)) >= refused + MORE_REFUSALS, {
+      what: `the ${service}'s attempts to be refused ${MORE_REFUSALS} more times`,
+      timeoutMs: 30_000,
+      intervalMs: 100,
+    });
     assert.equal((await fetch(`${node.origin}/readyz`)).status, 503, node.output());
     assert.doesNotMatch(node.output(), PASSWORDS);
     // A few lines per refusal, not a log flood.
@@ -102,6 +143,10 @@ describe('Sentinel with TLS and ACL users (data servers and sentinels)', () => {
     REDIS_TLS: 'true',
     ...overrides,
   });
+  const servers = (): Server[] => [
+    ...set.serverPorts.map((port) => ({ port, user: DATA_USER })),
+    ...set.sentinels.map((address) => ({ port: Number(address.split(':')[1]), user: SENTINEL_USER })),
+  ];
 
   for (const service of ['broker', 'hub'] as const) {
     test(`the ${service}: ready, and its round trip goes through the primary`, async () => {
@@ -114,9 +159,9 @@ describe('Sentinel with TLS and ACL users (data servers and sentinels)', () => {
     ['a wrong sentinel password', { REDIS_SENTINEL_PASSWORD: `not-${SENTINEL_USER.password}` }],
   ] as const) {
     test(`${what}: the hub and the broker are not ready and never print it`, async () => {
-      await Promise.all(
-        (['hub', 'broker'] as const).map((service) => assertRefused(service, environment(overrides))),
-      );
+      for (const service of ['hub', 'broker'] as const) {
+        await assertRefused(service, environment(overrides), servers());
+      }
     });
   }
 });
@@ -147,10 +192,9 @@ describe('Redis Cluster with TLS (cluster bus and replication too) and an ACL us
   }
 
   test('a wrong password: the hub and the broker are not ready and never print it', async () => {
-    await Promise.all(
-      (['hub', 'broker'] as const).map((service) =>
-        assertRefused(service, environment({ REDIS_PASSWORD: `not-${DATA_USER.password}` })),
-      ),
-    );
+    const servers = cluster.livePorts.map((port) => ({ port, user: DATA_USER }));
+    for (const service of ['hub', 'broker'] as const) {
+      await assertRefused(service, environment({ REDIS_PASSWORD: `not-${DATA_USER.password}` }), servers);
+    }
   });
 });

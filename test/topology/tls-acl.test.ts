@@ -9,21 +9,29 @@
  * right, and `default` allowed PING and SHUTDOWN only (the harness's checks on the plain port).
  */
 import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { setTimeout as delay } from 'node:timers/promises';
+import { promisify } from 'node:util';
 import {
   createTestCertificates,
   freePort,
   RedisServer,
   type TestCertificates,
   uniquePrefix,
+  waitFor,
 } from '@herald/testkit';
 import { assertPushPop, BrokerNode } from '../broker/nodes.js';
 import { publishOk, spawnHub } from '../hub/support.js';
 import { startNode } from '../security/nodes.js';
 
+const run = promisify(execFile);
+
 const USER = 'app';
 const PASSWORD = 'tls-acl-password-never-printed';
+/** Refusals by Redis to wait for once a refused node answered 503: it kept trying, and failing. */
+const MORE_REFUSALS = 3;
 
 let certificates: TestCertificates;
 let server: RedisServer;
@@ -65,6 +73,39 @@ before(async () => {
 after(async () => {
   await server?.destroy();
 });
+
+/**
+ * How often Redis has turned a client away: its error replies (a refused AUTH or command; INFO
+ * read as `app` on the TLS port) and the TLS handshakes it failed (a line each in its log).
+ */
+async function refusals(): Promise<number> {
+  const { stdout } = await run(
+    'redis-cli',
+    [
+      '-h',
+      '127.0.0.1',
+      '-p',
+      String(tlsPort),
+      '--tls',
+      '--cacert',
+      certificates.caFile,
+      '--user',
+      USER,
+      'INFO',
+      'stats',
+    ],
+    { env: { ...process.env, REDISCLI_AUTH: PASSWORD }, encoding: 'utf8', timeout: 5000 },
+  );
+  const errorReplies = /^total_error_replies:(\d+)/m.exec(stdout)?.[1];
+  assert.ok(errorReplies !== undefined, `no total_error_replies in INFO stats:\n${stdout}`);
+  const log = join(server.directory, 'log');
+  const handshakes = existsSync(log)
+    ? readFileSync(log, 'utf8')
+        .split('\n')
+        .filter((line) => line.includes('Error accepting a client connection')).length
+    : 0;
+  return Number(errorReplies) + handshakes;
+}
 
 function redisUrl(credentials = `${USER}:${PASSWORD}`): string {
   return `rediss://${credentials ? `${credentials}@` : ''}localhost:${tlsPort}`;
@@ -111,8 +152,14 @@ for (const service of ['hub', 'broker'] as const) {
       const node = await startNode(service, { LOG_LEVEL: 'info', ...environment() }, { waitReady: false });
       try {
         assert.equal((await fetch(`${node.origin}/readyz`)).status, 503, node.output());
-        // Still not ready after a few reconnect attempts.
-        await delay(1500);
+        // Still not ready after a few more attempts, each refused: a reconnect (a wrong password,
+        // an untrusted certificate) or a command (no user: connected, every command refused).
+        const refused = await refusals();
+        await waitFor(async () => (await refusals()) >= refused + MORE_REFUSALS, {
+          what: `Redis to refuse the ${service} ${MORE_REFUSALS} more times`,
+          timeoutMs: 30_000,
+          intervalMs: 100,
+        });
         assert.equal((await fetch(`${node.origin}/readyz`)).status, 503, node.output());
         assert.doesNotMatch(node.output(), new RegExp(PASSWORD));
         // A few lines per refusal, not a log flood (the broker's worker once retried a refused

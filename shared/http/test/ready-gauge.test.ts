@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { createMetrics } from '@herald/metrics';
 import { waitFor } from '@herald/testkit';
-import { createServerKit, type HttpConfig } from '../src/index.js';
+import { createServerKit, type HttpConfig, Lifecycle } from '../src/index.js';
 
 const config: HttpConfig = {
   PORT: 0,
@@ -43,9 +43,21 @@ test('herald_ready follows readiness without any /readyz request', async () => {
   } finally {
     await app.close();
   }
-  // Stopped with the app: no evaluation after close.
+  // Stopped with the app: no evaluation after close. A witness on the same 20 ms timer counts
+  // the intervals that pass: five of its evaluations are four of the app's, had it kept its timer.
   const atClose = evaluations;
-  await new Promise((resolve) => setTimeout(resolve, 100));
+  const witness = new Lifecycle();
+  let witnessed = 0;
+  witness.addReadinessCheck('witness', () => {
+    witnessed += 1;
+    return undefined;
+  });
+  witness.startWatching(20);
+  try {
+    await waitFor(() => witnessed >= 5, { what: 'five evaluations of the witness' });
+  } finally {
+    witness.stopWatching();
+  }
   assert.equal(evaluations, atClose);
 });
 
