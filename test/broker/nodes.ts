@@ -68,9 +68,11 @@ export async function call<T = any>(
   method: string,
   path: string,
   body?: unknown,
+  signal?: AbortSignal,
 ): Promise<{ status: number; body: T }> {
   const response = await fetch(base + path, {
     method,
+    ...(signal ? { signal } : {}),
     ...(body !== undefined
       ? { body: JSON.stringify(body), headers: { 'content-type': 'application/json' } }
       : {}),

@@ -122,12 +122,13 @@ export async function startBroker(config: BrokerConfig, options: StartOptions = 
     );
   }
   const activeStorage = storage;
-  const longPoll = new LongPoll(activeStorage.availability, (parked) =>
+  const clock = options.clock ?? systemClock;
+  const longPoll = new LongPoll(activeStorage.availability, clock, (parked) =>
     brokerMetrics.parkedLongPolls.set(parked),
   );
   const context: BrokerContext = {
     storage: activeStorage,
-    clock: options.clock ?? systemClock,
+    clock,
     metrics: brokerMetrics,
     longPoll,
     log: app.log,

@@ -1,3 +1,4 @@
+import type { Clock } from '@herald/redis';
 import type { Availability } from './storage.js';
 
 /** Why a parked pop resumed: a notification (it may have to pass the wake-up on) or anything else. */
@@ -36,6 +37,8 @@ export class LongPoll {
 
   constructor(
     private readonly availability: Availability,
+    /** The storage's clock: deadlines and predicted wake-ups are times on it. */
+    private readonly clock: Clock,
     private readonly onParkedChange: (parked: number) => void = () => undefined,
   ) {
     this.unsubscribe = availability.onAvailable((queue, capacity) => this.wake(queue, capacity));
@@ -86,7 +89,7 @@ export class LongPoll {
 
   /**
    * Resolves at the first of: a notification for `queue` that selects this waiter, `wakeAt`
-   * (ms epoch, 0 = none), `deadline` (ms epoch) or `signal` aborting. `tried` is the epoch of
+   * (ms on the storage's clock, 0 = none), `deadline` (ms on that clock) or `signal` aborting. `tried` is the epoch of
    * the notification the caller last tried for (0 if none).
    */
   wait(
@@ -117,7 +120,7 @@ export class LongPoll {
       const finish = (reason: WakeReason, epoch: number) => {
         if (done) return;
         done = true;
-        clearTimeout(timer);
+        cancelTimer();
         signal.removeEventListener('abort', onAbort);
         this.remove(queue, group, waiter);
         this.parked--;
@@ -127,7 +130,7 @@ export class LongPoll {
       const onOther = () => finish('other', this.epoch);
       const onAbort = onOther;
       const waiter: Waiter = { tried, resume: finish };
-      const timer = setTimeout(onOther, Math.max(0, until - Date.now()));
+      const cancelTimer = this.clock.timer(until, onOther);
       signal.addEventListener('abort', onAbort, { once: true });
       set.add(waiter);
       this.parked++;

@@ -89,7 +89,7 @@ export async function popFiltered(
   options: PopOptions,
   signal: AbortSignal,
 ): Promise<PopResult | undefined> {
-  const deadline = Date.now() + (options.wait ? options.timeout : 0);
+  const deadline = context.clock.now() + (options.wait ? options.timeout : 0);
   const { longPoll } = context;
   const { group } = options.request;
   /** The queue and notification that last woke this pop, to pass the wake-up on if unused. */
@@ -108,7 +108,7 @@ export async function popFiltered(
         }
       }
     }
-    if (!options.wait || Date.now() >= deadline || longPoll.isClosed) return undefined;
+    if (!options.wait || context.clock.now() >= deadline || longPoll.isClosed) return undefined;
     const woke = await waitForAny(context, queues, group, nextReadyAt, deadline, signal);
     woken = woke.reason === 'notified' ? { queue: woke.queue, epoch: woke.epoch } : undefined;
   }

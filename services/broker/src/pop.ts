@@ -132,7 +132,7 @@ export async function pop(
   options: PopOptions,
   signal: AbortSignal,
 ): Promise<PopResult | undefined> {
-  const deadline = Date.now() + (options.wait ? options.timeout : 0);
+  const deadline = context.clock.now() + (options.wait ? options.timeout : 0);
   const { longPoll } = context;
   const { queue, group } = options.request;
   /** The notification epoch this pop last tried for, and whether a notification woke it. */
@@ -151,7 +151,7 @@ export async function pop(
     if (attempt.result || attempt.paused) return attempt.result;
     // Nothing for this pop, yet work is ready now (on a partition it does not wait for, say).
     if (attempt.nextReadyAt > 0 && attempt.nextReadyAt <= context.clock.now()) passOn();
-    if (!options.wait || Date.now() >= deadline || longPoll.isClosed) return undefined;
+    if (!options.wait || context.clock.now() >= deadline || longPoll.isClosed) return undefined;
     const woke = await longPoll.wait(queue, group, attempt.nextReadyAt, deadline, signal, tried);
     tried = woke.epoch;
     notified = woke.reason === 'notified';

@@ -9,10 +9,22 @@ import { CLOCK_KEY_SUFFIX } from './scripts.js';
  */
 export interface Clock {
   now(): number;
+  /**
+   * Runs `callback` once, when this clock reaches `at` (ms since the epoch; at once, on a later
+   * turn, when it already has). Returns what cancels it. Node code waits on its clock this way,
+   * never with `setTimeout`, so a test clock decides when a timer fires.
+   */
+  timer(at: number, callback: () => void): () => void;
 }
 
 /** The machine's clock: what every node runs on outside tests. */
-export const systemClock: Clock = { now: () => Date.now() };
+export const systemClock: Clock = {
+  now: () => Date.now(),
+  timer(at, callback) {
+    const timeout = setTimeout(callback, Math.max(0, at - Date.now()));
+    return () => clearTimeout(timeout);
+  },
+};
 
 /**
  * A clock a test moves (`set`, `advance`), for node code and for scripts loaded with
@@ -23,6 +35,8 @@ export const systemClock: Clock = { now: () => Date.now() };
 export class KeyClock implements Clock {
   private current: number;
   private readonly keys = new Set<string>();
+  /** Timers not fired yet, in the order they were set. */
+  private readonly timers = new Set<{ at: number; callback: () => void }>();
 
   constructor(
     start: number,
@@ -33,6 +47,14 @@ export class KeyClock implements Clock {
 
   now(): number {
     return this.current;
+  }
+
+  /** Fires when `set` or `advance` reaches `at`; one already due fires on the next turn. */
+  timer(at: number, callback: () => void): () => void {
+    const entry = { at, callback };
+    this.timers.add(entry);
+    if (at <= this.current) setImmediate(() => this.fireDue());
+    return () => this.timers.delete(entry);
   }
 
   /** Adds bases (the scripts' KEYS[1]) whose clock key `set` writes, and writes it now. */
@@ -54,6 +76,17 @@ export class KeyClock implements Clock {
     this.current = ms;
     const redis = this.redis;
     if (redis) await Promise.all([...this.keys].map((key) => redis.set(key, String(ms))));
+    // After the scripts' keys: what a timer starts reads the new time on both sides.
+    this.fireDue();
+  }
+
+  /** Timers due now, earliest first (ties in the order they were set). */
+  private fireDue(): void {
+    const due = [...this.timers].filter((entry) => entry.at <= this.current).sort((a, b) => a.at - b.at);
+    for (const entry of due) {
+      if (!this.timers.delete(entry)) continue;
+      entry.callback();
+    }
   }
 
   advance(ms: number): Promise<void> {

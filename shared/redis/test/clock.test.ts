@@ -1,0 +1,45 @@
+/* The clocks' timers: node code waits on its clock, so a test clock decides when a timer fires. */
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { setImmediate as nextTurn } from 'node:timers/promises';
+import { KeyClock, systemClock } from '../src/index.js';
+
+test('a KeyClock timer fires when the clock reaches it, never before, earliest first', async () => {
+  const clock = new KeyClock(1000);
+  const fired: string[] = [];
+  clock.timer(1500, () => fired.push('late'));
+  clock.timer(1200, () => fired.push('early'));
+  clock.timer(1200, () => fired.push('early, set second'));
+  const cancel = clock.timer(1100, () => fired.push('cancelled'));
+  cancel();
+  await clock.advance(199);
+  await nextTurn();
+  assert.deepEqual(fired, []);
+  await clock.advance(1);
+  assert.deepEqual(fired, ['early', 'early, set second']);
+  await clock.set(2000);
+  assert.deepEqual(fired, ['early', 'early, set second', 'late']);
+  await clock.advance(1000);
+  assert.equal(fired.length, 3, 'a timer fires once');
+});
+
+test('a KeyClock timer already due fires on a later turn, not inside timer()', async () => {
+  const clock = new KeyClock(1000);
+  let fired = false;
+  clock.timer(1000, () => {
+    fired = true;
+  });
+  assert.equal(fired, false);
+  await nextTurn();
+  assert.equal(fired, true);
+});
+
+test('the system clock runs a timer by the machine time and cancels it', async () => {
+  let cancelledFired = false;
+  systemClock.timer(Date.now(), () => {
+    cancelledFired = true;
+  })();
+  await new Promise<void>((resolve) => systemClock.timer(Date.now() + 5, resolve));
+  await nextTurn();
+  assert.equal(cancelledFired, false);
+});
