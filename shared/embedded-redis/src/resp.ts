@@ -23,10 +23,30 @@ export function encodeReply(reply: Reply, out: Buffer[]): void {
 /** Bytes in, commands out: keeps a partial request until the rest arrives. */
 export class RequestParser {
   private buffer: Buffer = Buffer.alloc(0);
+  /** Chunks received while a known-size request is still incomplete, and their bytes. */
+  private chunks: Buffer[] = [];
+  private held = 0;
+  /** Bytes `buffer` must hold before the first request in it can be complete (0: unknown). */
+  private needed = 0;
 
-  /** Appends `chunk` and returns every complete command it finishes (name first). */
+  /**
+   * Appends `chunk` and returns every complete command it finishes (name first). A large
+   * argument arrives in many chunks: they are kept aside until its announced length is there,
+   * then joined and parsed once (linear in its size, not quadratic).
+   */
   feed(chunk: Buffer): string[][] {
-    this.buffer = this.buffer.length === 0 ? chunk : Buffer.concat([this.buffer, chunk]);
+    if (this.buffer.length + this.held + chunk.length < this.needed) {
+      this.chunks.push(chunk);
+      this.held += chunk.length;
+      return [];
+    }
+    this.buffer =
+      this.buffer.length === 0 && this.chunks.length === 0
+        ? chunk
+        : Buffer.concat([this.buffer, ...this.chunks, chunk]);
+    this.chunks = [];
+    this.held = 0;
+    this.needed = 0;
     const commands: string[][] = [];
     let offset = 0;
     for (;;) {
@@ -66,7 +86,11 @@ export class RequestParser {
       if (!size) return undefined;
       const length = Number(size.text);
       if (!Number.isSafeInteger(length) || length < 0) throw new Error('Protocol error: invalid bulk length');
-      if (size.next + length + 2 > this.buffer.length) return undefined;
+      if (size.next + length + 2 > this.buffer.length) {
+        // Counted from the request's start, where the buffer will begin once `feed` trims it.
+        this.needed = size.next + length + 2 - offset;
+        return undefined;
+      }
       command.push(this.buffer.toString('utf8', size.next, size.next + length));
       next = size.next + length + 2;
     }
