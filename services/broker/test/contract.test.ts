@@ -8,7 +8,7 @@
 import assert from 'node:assert/strict';
 import { after, describe, test } from 'node:test';
 import { stopTestRedis, waitFor } from '@herald/testkit';
-import { BACKENDS, brokerSuite, queueName } from './helpers.js';
+import { BACKENDS, brokerSuite, clockedBrokerSuite, queueName } from './helpers.js';
 
 after(() => stopTestRedis());
 
@@ -244,43 +244,6 @@ for (const backend of BACKENDS) {
       assert.equal(again.transactionId, 'm1');
     });
 
-    test('a lease expiry counts as an attempt and redelivers (long-poll woken at the expiry)', async () => {
-      const queue = queueName();
-      await suite.api.configure(queue, { leaseTime: 1, retryLimit: 5 });
-      await suite.api.push([{ queue, payload: 1, transactionId: 'e1' }]);
-      const first = (await suite.api.pop(queue)).body.messages[0];
-      assert.equal(first.retryCount, 0);
-      const second = await suite.api.pop(queue, 'wait=true&timeout=10000');
-      assert.equal(second.status, 200);
-      assert.equal(second.body.messages[0].transactionId, 'e1');
-      assert.equal(second.body.messages[0].retryCount, 1);
-      const stale = await suite.api.ack({
-        transactionId: 'e1',
-        partitionId: first.partitionId,
-        leaseId: first.leaseId,
-      });
-      assert.equal(stale.body[0].error, 'Invalid or expired lease');
-    });
-
-    test('retryDelay holds the redelivery back', async () => {
-      const queue = queueName();
-      await suite.api.configure(queue, { retryDelay: 400 });
-      await suite.api.push([{ queue, payload: 1, transactionId: 'r1' }]);
-      const popped = (await suite.api.pop(queue)).body.messages[0];
-      const failedAt = Date.now();
-      await suite.api.ack({
-        transactionId: 'r1',
-        partitionId: popped.partitionId,
-        leaseId: popped.leaseId,
-        status: 'failed',
-      });
-      assert.equal((await suite.api.pop(queue)).status, 204);
-      const later = await suite.api.pop(queue, 'wait=true&timeout=10000');
-      assert.equal(later.status, 200);
-      assert.ok(Date.now() - failedAt >= 390, 'not redelivered before retryDelay');
-      assert.equal(later.body.messages[0].retryCount, 1);
-    });
-
     test('consumer groups each receive every message; subscription modes; seek', async () => {
       const queue = queueName();
       await suite.api.push([
@@ -497,7 +460,7 @@ for (const backend of BACKENDS) {
       );
     });
 
-    test('maxSize refuses pushes with 429; ttl drops expired messages; delayedProcessing delays', async () => {
+    test('maxSize refuses pushes with 429', async () => {
       const small = queueName();
       await suite.api.configure(small, { maxSize: 2 });
       assert.equal(
@@ -512,61 +475,6 @@ for (const backend of BACKENDS) {
       const full = await suite.api.push([{ queue: small, payload: 3 }]);
       assert.equal(full.status, 429);
       assert.match(full.body.error, /full/);
-
-      const expiring = queueName();
-      await suite.api.configure(expiring, { ttl: 1 });
-      await suite.api.push([{ queue: expiring, payload: 'old' }]);
-      // Each probe is a new consumer group (reads from the start, leaves the queue mode alone):
-      // it gets the message until the message ages past ttl, then nothing.
-      let probe = 0;
-      await waitFor(
-        async () => (await suite.api.pop(expiring, `consumerGroup=ttl-probe-${probe++}`)).status === 204,
-        {
-          what: 'the message to expire (ttl 1 s)',
-        },
-      );
-      assert.equal((await suite.api.pop(expiring)).status, 204);
-
-      const delayed = queueName();
-      await suite.api.configure(delayed, { delayedProcessing: 1 });
-      const pushedAt = Date.now();
-      await suite.api.push([{ queue: delayed, payload: 'later' }]);
-      assert.equal((await suite.api.pop(delayed)).status, 204);
-      const reply = await suite.api.pop(delayed, 'wait=true&timeout=10000');
-      assert.equal(reply.status, 200);
-      assert.ok(Date.now() - pushedAt >= 990);
-    });
-
-    test('windowBuffer waits for the partition to be quiet', async () => {
-      const queue = queueName();
-      await suite.api.configure(queue, { windowBuffer: 1 });
-      await suite.api.push([{ queue, payload: 1 }]);
-      assert.equal((await suite.api.pop(queue)).status, 204);
-      const reply = await suite.api.pop(queue, 'wait=true&timeout=10000&batch=10');
-      assert.equal(reply.status, 200);
-    });
-
-    test('retention deletes messages every group resolved', async () => {
-      const queue = queueName();
-      await suite.api.configure(queue, { retentionEnabled: true, completedRetentionSeconds: 1 });
-      await suite.api.push([{ queue, payload: 1, transactionId: 'keep-not' }]);
-      const popped = (await suite.api.pop(queue, 'autoAck=true')).body.messages[0];
-      assert.ok(
-        (await suite.api.call('GET', `/api/v1/messages/${popped.partitionId}/keep-not`)).status === 200,
-      );
-      // Retention passes until the message, resolved, is older than completedRetentionSeconds.
-      await waitFor(
-        async () => {
-          await suite.broker.storage.housekeeping.applyRetention();
-          return (
-            (await suite.api.call('GET', `/api/v1/messages/${popped.partitionId}/keep-not`)).status === 404
-          );
-        },
-        { what: 'retention to delete the resolved message (completedRetentionSeconds 1)' },
-      );
-      // Dedup lasts as long as the message is retained: the id is free again.
-      const again = await suite.api.push([{ queue, payload: 2, transactionId: 'keep-not' }]);
-      assert.equal(again.body[0].status, 'queued');
     });
 
     test('configure validates and echoes options', async () => {
@@ -680,6 +588,105 @@ for (const backend of BACKENDS) {
       assert.equal((await suite.api.push([{ queue, payload: 2 }])).status, 201);
       assert.equal((await suite.api.pop(queue)).status, 200);
       assert.equal((await suite.api.call('POST', '/api/v1/system/maintenance', {})).status, 400);
+    });
+  });
+
+  /*
+   * Time-driven options on a clock the tests move (clockedBrokerSuite): nothing happens before
+   * the test moves the time past the moment it is due, and it happens when it does, without
+   * waiting real time and whatever the machine's load.
+   */
+  describe(`broker contract, time-driven options (${backend})`, () => {
+    const suite = clockedBrokerSuite(backend);
+    const parkedNow = async () => (await suite.api.call('GET', '/api/v1/status')).body.parkedLongPolls;
+    const parked = (count: number) =>
+      waitFor(async () => (await parkedNow()) === count, { what: `${count} parked pops` });
+
+    /** A long-poll that must stay parked until the clock passes `dueInMs`, then answer 200. */
+    async function answeredWhenDue(queue: string, dueInMs: number, query = '') {
+      const waiting = suite.api.pop(queue, `wait=true&timeout=60000${query}`);
+      await parked(1);
+      await suite.clock.advance(dueInMs - 1);
+      assert.equal(await parkedNow(), 1, 'still waiting 1 ms before it is due');
+      await suite.clock.advance(2);
+      const reply = await waiting;
+      assert.equal(reply.status, 200);
+      return reply;
+    }
+
+    test('a lease expiry counts as an attempt and redelivers (long-poll woken at the expiry)', async () => {
+      const queue = await suite.queue();
+      await suite.api.configure(queue, { leaseTime: 1, retryLimit: 5 });
+      await suite.api.push([{ queue, payload: 1, transactionId: 'e1' }]);
+      const first = (await suite.api.pop(queue)).body.messages[0];
+      assert.equal(first.retryCount, 0);
+      const second = await answeredWhenDue(queue, 1000);
+      assert.equal(second.body.messages[0].transactionId, 'e1');
+      assert.equal(second.body.messages[0].retryCount, 1);
+      const stale = await suite.api.ack({
+        transactionId: 'e1',
+        partitionId: first.partitionId,
+        leaseId: first.leaseId,
+      });
+      assert.equal(stale.body[0].error, 'Invalid or expired lease');
+    });
+
+    test('retryDelay holds the redelivery back', async () => {
+      const queue = await suite.queue();
+      await suite.api.configure(queue, { retryDelay: 400 });
+      await suite.api.push([{ queue, payload: 1, transactionId: 'r1' }]);
+      const popped = (await suite.api.pop(queue)).body.messages[0];
+      await suite.api.ack({
+        transactionId: 'r1',
+        partitionId: popped.partitionId,
+        leaseId: popped.leaseId,
+        status: 'failed',
+      });
+      assert.equal((await suite.api.pop(queue)).status, 204);
+      const later = await answeredWhenDue(queue, 400);
+      assert.equal(later.body.messages[0].retryCount, 1);
+    });
+
+    test('ttl drops expired messages; delayedProcessing delays', async () => {
+      const expiring = await suite.queue();
+      await suite.api.configure(expiring, { ttl: 1 });
+      await suite.api.push([{ queue: expiring, payload: 'old' }]);
+      // Each probe is a new consumer group (reads from the start, leaves the queue mode alone).
+      assert.equal((await suite.api.pop(expiring, 'consumerGroup=ttl-probe-1')).status, 200);
+      await suite.clock.advance(1001);
+      assert.equal((await suite.api.pop(expiring, 'consumerGroup=ttl-probe-2')).status, 204);
+      assert.equal((await suite.api.pop(expiring)).status, 204);
+
+      const delayed = await suite.queue();
+      await suite.api.configure(delayed, { delayedProcessing: 1 });
+      await suite.api.push([{ queue: delayed, payload: 'later' }]);
+      assert.equal((await suite.api.pop(delayed)).status, 204);
+      const reply = await answeredWhenDue(delayed, 1000);
+      assert.equal(reply.body.messages[0].data, 'later');
+    });
+
+    test('windowBuffer waits for the partition to be quiet', async () => {
+      const queue = await suite.queue();
+      await suite.api.configure(queue, { windowBuffer: 1 });
+      await suite.api.push([{ queue, payload: 1 }]);
+      assert.equal((await suite.api.pop(queue)).status, 204);
+      await answeredWhenDue(queue, 1000, '&batch=10');
+    });
+
+    test('retention deletes messages every group resolved, once older than completedRetentionSeconds', async () => {
+      const queue = await suite.queue();
+      await suite.api.configure(queue, { retentionEnabled: true, completedRetentionSeconds: 1 });
+      await suite.api.push([{ queue, payload: 1, transactionId: 'keep-not' }]);
+      const popped = (await suite.api.pop(queue, 'autoAck=true')).body.messages[0];
+      const message = () => suite.api.call('GET', `/api/v1/messages/${popped.partitionId}/keep-not`);
+      await suite.broker.storage.housekeeping.applyRetention();
+      assert.equal((await message()).status, 200, 'kept while younger than completedRetentionSeconds');
+      await suite.clock.advance(1001);
+      await suite.broker.storage.housekeeping.applyRetention();
+      assert.equal((await message()).status, 404);
+      // Dedup lasts as long as the message is retained: the id is free again.
+      const again = await suite.api.push([{ queue, payload: 2, transactionId: 'keep-not' }]);
+      assert.equal(again.body[0].status, 'queued');
     });
   });
 }
