@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { createServerKit, type Lifecycle, type ServerKit } from '@herald/http';
 import { uuidv7 } from '@herald/ids';
 import { createMetrics, type Metrics } from '@herald/metrics';
-import { redisTopologyFrom, settleWithin } from '@herald/redis';
+import { type Clock, redisTopologyFrom, settleWithin, systemClock } from '@herald/redis';
 import type { FastifyInstance, FastifyServerOptions } from 'fastify';
 import { subscriptionEvent, subscriptionRecords } from './active-subscriptions.js';
 import { HubAuthorization } from './authorization.js';
@@ -32,6 +32,13 @@ export interface HubOptions {
   /** End-to-end pub/sub probe interval and timeout (Redis backend). */
   readonly probeInterval?: number;
   readonly probeTimeout?: number;
+  /**
+   * The clock the node's time-driven behaviour runs on (default: the system clock): token
+   * expiry and lifetime closes, the dispatch timeout, heartbeats, the in-process history's age
+   * bound and the registry's node leases. A test gives a `KeyClock` and moves it. The Redis
+   * scripts keep Redis's own time (the publish deadline, the history's age bound).
+   */
+  readonly clock?: Clock;
 }
 
 /** Bound on publishing the subscription announcements still in flight at stop. */
@@ -47,7 +54,10 @@ export class Hub implements SubscriberRegistry {
   readonly auth: HubAuthorization;
   /** The hub's URL and what derives from it; from configuration only, never from a request. */
   readonly identity: HubIdentity;
-  private heartbeatTimer: NodeJS.Timeout | undefined;
+  readonly clock: Clock;
+  /** Cancels the next heartbeat round. */
+  private heartbeatTimer: (() => void) | undefined;
+  private stopped = false;
   private draining = false;
   private drained: Promise<void> | undefined;
   private readonly closedWaiters = new Set<() => void>();
@@ -57,8 +67,10 @@ export class Hub implements SubscriberRegistry {
     readonly config: HubConfig,
     private readonly sharedMetrics: Metrics,
     private readonly app: FastifyInstance,
-    options: Pick<HubOptions, 'probeInterval' | 'probeTimeout'>,
+    options: Pick<HubOptions, 'probeInterval' | 'probeTimeout' | 'clock'>,
   ) {
+    const clock = options.clock ?? systemClock;
+    this.clock = clock;
     this.metrics = createHubMetrics(sharedMetrics, {
       historyLength: () => this.transport.historyLength(),
       fanoutMessagesReceived: () => this.transport.fanoutMessagesReceived,
@@ -78,6 +90,7 @@ export class Hub implements SubscriberRegistry {
           metrics: sharedMetrics,
           subscriptions: config.MERCURE_SUBSCRIPTIONS,
           subscriptionsLease: config.MERCURE_SUBSCRIPTIONS_LEASE,
+          clock,
           log,
           ...(options.probeInterval !== undefined ? { probeInterval: options.probeInterval } : {}),
           ...(options.probeTimeout !== undefined ? { probeTimeout: options.probeTimeout } : {}),
@@ -85,6 +98,7 @@ export class Hub implements SubscriberRegistry {
       : new MemoryTransport({
           historySize: config.MERCURE_HISTORY_SIZE,
           historyTtl: config.MERCURE_HISTORY_TTL,
+          clock: () => clock.now(),
         });
     // The transport reports its health; the metrics are the hub's.
     this.transport.events.on('fanout-reconnected', () => this.metrics.pubsubReconnects.inc());
@@ -112,10 +126,16 @@ export class Hub implements SubscriberRegistry {
     this.transport.onOrphanedSubscriptions((records) => this.track(this.announceOrphans(records)));
     await this.transport.start((update) => this.dispatch(update));
     const heartbeat = this.config.MERCURE_HEARTBEAT;
-    if (heartbeat > 0) {
-      this.heartbeatTimer = setInterval(() => this.sendHeartbeats(heartbeat), Math.max(50, heartbeat / 4));
-      this.heartbeatTimer.unref();
-    }
+    if (heartbeat > 0) this.scheduleHeartbeats(heartbeat, Math.max(50, heartbeat / 4));
+  }
+
+  /** A heartbeat round every `every` ms of the node's clock, each from the end of the last. */
+  private scheduleHeartbeats(interval: number, every: number): void {
+    if (this.stopped) return;
+    this.heartbeatTimer = this.clock.timer(this.clock.now() + every, () => {
+      this.sendHeartbeats(interval);
+      this.scheduleHeartbeats(interval, every);
+    });
   }
 
   /** The transport's listener: every update, once, in order. */
@@ -127,7 +147,7 @@ export class Hub implements SubscriberRegistry {
   }
 
   private sendHeartbeats(interval: number): void {
-    const idleSince = Date.now() - interval;
+    const idleSince = this.clock.now() - interval;
     for (const subscriber of this.index.all()) {
       if (subscriber.lastWriteAt <= idleSince) subscriber.heartbeat();
     }
@@ -166,6 +186,7 @@ export class Hub implements SubscriberRegistry {
       canReceivePrivate: (topics) =>
         options.principal ? this.auth.canReceive(options.principal, topics) : false,
       response: options.response,
+      clock: this.clock,
       limits: {
         maxQueueBytes: config.MERCURE_MAX_CONNECTION_QUEUE_BYTES,
         maxQueueEvents: config.MERCURE_MAX_CONNECTION_QUEUE_EVENTS,
@@ -181,10 +202,11 @@ export class Hub implements SubscriberRegistry {
     this.metrics.subscribersTotal.inc();
 
     const expiresAt = options.principal?.expiresAt;
-    if (expiresAt !== undefined) subscriber.closeAfter(expiresAt - Date.now(), 'token_expired');
+    if (expiresAt !== undefined) subscriber.closeAt(expiresAt, 'token_expired');
     if (config.MERCURE_WRITE_TIMEOUT > 0) {
       // 80-100 % of the maximum, so connections opened together do not all reconnect together.
-      subscriber.closeAfter(config.MERCURE_WRITE_TIMEOUT * (0.8 + 0.2 * Math.random()), 'lifetime');
+      const lifetime = config.MERCURE_WRITE_TIMEOUT * (0.8 + 0.2 * Math.random());
+      subscriber.closeAt(this.clock.now() + lifetime, 'lifetime');
     }
     if (config.MERCURE_SUBSCRIPTIONS) this.track(this.announceSubscriber(subscriber, true));
     return subscriber;
@@ -276,7 +298,8 @@ export class Hub implements SubscriberRegistry {
 
   /** After the listener closed: stops heartbeats and the backend. */
   async stop(): Promise<void> {
-    clearInterval(this.heartbeatTimer);
+    this.stopped = true;
+    this.heartbeatTimer?.();
     // Bounded: with Redis unreachable these would wait in the offline queue forever.
     await settleWithin(Promise.allSettled([...this.pendingAnnouncements]), ANNOUNCEMENTS_STOP_TIMEOUT);
     await this.transport.stop();

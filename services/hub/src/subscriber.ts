@@ -1,5 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
+import type { Clock } from '@herald/redis';
 import { takesCopy } from './partitions.js';
 import type { Principal } from './principal.js';
 import { eventFrame, type Frame, HEARTBEAT } from './sse.js';
@@ -34,6 +35,8 @@ export interface SubscriberOptions {
   readonly canReceivePrivate: (topics: readonly string[]) => boolean;
   readonly response: ServerResponse;
   readonly limits: SubscriberLimits;
+  /** The node's clock: write times, the dispatch timer and `closeAt` run on it. */
+  readonly clock: Clock;
   readonly onClose: (subscriber: Subscriber, reason: CloseReason) => void;
 }
 
@@ -72,8 +75,11 @@ export class Subscriber {
   private queue: Buffer[] = [];
   private queuedBytes = 0;
   private blocked = false;
-  private dispatchTimer: NodeJS.Timeout | undefined;
-  private readonly timers: NodeJS.Timeout[] = [];
+  private readonly clock: Clock;
+  /** Cancels the dispatch timer while a write is blocked. */
+  private dispatchTimer: (() => void) | undefined;
+  /** Cancel the `closeAt` timers. */
+  private readonly timers: (() => void)[] = [];
   /** While replaying history, live updates wait here (they all come after the snapshot). */
   private replayBuffer: StoredUpdate[] | undefined;
   private snapshot: Cursor | undefined;
@@ -81,7 +87,7 @@ export class Subscriber {
   private skipCursor: Cursor | undefined;
   /** The client's Last-Event-ID: never sent again (a resume across partitions starts before it). */
   private skipId: string | undefined;
-  lastWriteAt = Date.now();
+  lastWriteAt: number;
   closed = false;
   deliveries = 0;
 
@@ -92,6 +98,8 @@ export class Subscriber {
     this.principal = options.principal;
     this.response = options.response;
     this.limits = options.limits;
+    this.clock = options.clock;
+    this.lastWriteAt = options.clock.now();
     this.canReceivePrivate = options.canReceivePrivate;
     this.onClose = options.onClose;
     this.response.on('close', () => this.close('client'));
@@ -196,7 +204,7 @@ export class Subscriber {
       // node:http still holds output of its own: Node 22 and later keep a response's headers and
       // first writes until the end of the tick (a replay from the in-process history runs within
       // it). Through the response, this frame follows them in order.
-      this.lastWriteAt = Date.now();
+      this.lastWriteAt = this.clock.now();
       this.response.write(frame.raw);
       return;
     }
@@ -212,7 +220,7 @@ export class Subscriber {
       }
       return;
     }
-    this.lastWriteAt = Date.now();
+    this.lastWriteAt = this.clock.now();
     const socket = this.socket as Socket;
     if (!socket.writableCorked) {
       if (corked.length === 0) process.nextTick(uncorkAll);
@@ -221,7 +229,9 @@ export class Subscriber {
     }
     if (!socket.write(chunk)) {
       this.blocked = true;
-      this.dispatchTimer = setTimeout(() => this.close('dispatch_timeout'), this.limits.dispatchTimeout);
+      this.dispatchTimer = this.clock.timer(this.clock.now() + this.limits.dispatchTimeout, () =>
+        this.close('dispatch_timeout'),
+      );
     }
   }
 
@@ -243,7 +253,7 @@ export class Subscriber {
 
   private onDrain(): void {
     if (this.closed) return;
-    clearTimeout(this.dispatchTimer);
+    this.dispatchTimer?.();
     this.dispatchTimer = undefined;
     this.blocked = false;
     const queue = this.queue;
@@ -262,19 +272,22 @@ export class Subscriber {
     }
   }
 
-  /** Closes after `milliseconds` (token expiry, maximum lifetime); 0 or less closes now. */
-  closeAfter(milliseconds: number, reason: CloseReason): void {
-    // setTimeout overflows above 2^31-1 ms (~24.8 days) and would fire at once.
-    if (milliseconds > 2_147_483_647) return;
-    const timer = setTimeout(() => this.close(reason), Math.max(0, milliseconds));
-    this.timers.push(timer);
+  /**
+   * Closes when the node's clock reaches `at` (ms since the epoch: token expiry, maximum
+   * lifetime); at once (on a later turn) when it already has.
+   */
+  closeAt(at: number, reason: CloseReason): void {
+    // The system clock's setTimeout overflows above 2^31-1 ms (~24.8 days) and would fire at once.
+    if (at - this.clock.now() > 2_147_483_647) return;
+    this.timers.push(this.clock.timer(at, () => this.close(reason)));
   }
 
   close(reason: CloseReason): void {
     if (this.closed) return;
     this.closed = true;
-    clearTimeout(this.dispatchTimer);
-    for (const timer of this.timers) clearTimeout(timer);
+    this.dispatchTimer?.();
+    this.dispatchTimer = undefined;
+    for (const cancel of this.timers) cancel();
     this.queue = [];
     this.replayBuffer = undefined;
     if (reason === 'queue_full' || reason === 'dispatch_timeout') {

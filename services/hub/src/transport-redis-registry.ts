@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import {
+  type Clock,
   type LuaScript,
   loggableError,
   type OutageLog,
@@ -34,6 +35,8 @@ export interface RedisSubscriptionRegistryOptions {
   readonly reapScript: LuaScript;
   /** Lease length (ms); renewed every third of it. */
   readonly lease: number;
+  /** Lease scores, the reap's "now" and the renewal timer (the scripts take time as arguments). */
+  readonly clock: Clock;
   readonly outages: OutageLog;
   readonly log: TransportLog;
 }
@@ -44,7 +47,8 @@ export interface RedisSubscriptionRegistryOptions {
  */
 export class RedisSubscriptionRegistry {
   private readonly localSubscriptions = new Map<string, SubscriptionRecord>();
-  private leaseTimer: NodeJS.Timeout | undefined;
+  /** Cancels the next lease round. */
+  private leaseTimer: (() => void) | undefined;
   private orphanHandler: ((records: SubscriptionRecord[]) => void) | undefined;
   private started = false;
   private stopped = false;
@@ -71,7 +75,7 @@ export class RedisSubscriptionRegistry {
       .multi()
       .hset(keys.subscriptions, ...fields)
       .sadd(keys.nodeSubscriptions, ...records.map((record) => record.id))
-      .zadd(keys.leases, Date.now() + lease, nodeId)
+      .zadd(keys.leases, this.options.clock.now() + lease, nodeId)
       .exec();
   }
 
@@ -97,18 +101,19 @@ export class RedisSubscriptionRegistry {
 
   private scheduleLease(delay: number): void {
     if (this.stopped) return;
-    this.leaseTimer = setTimeout(() => void this.renewLeaseAndReap(), delay);
+    const { clock } = this.options;
+    this.leaseTimer = clock.timer(clock.now() + delay, () => void this.renewLeaseAndReap());
   }
 
   /** Renews this node's lease, then claims (once, atomically) the entries of expired nodes. */
   private async renewLeaseAndReap(): Promise<void> {
-    const { command, keys, nodeId, lease, log } = this.options;
+    const { command, keys, nodeId, lease, log, clock } = this.options;
     try {
       const held = await runScript<number>(
         command,
         this.options.leaseRenewScript,
         [keys.leases, keys.nodeSubscriptions],
-        [nodeId, Date.now() + lease],
+        [nodeId, clock.now() + lease],
       );
       if (held === 0 && this.localSubscriptions.size > 0) {
         // Our lease lapsed (a long pause or a partition) and a peer reaped our entries: the
@@ -118,7 +123,7 @@ export class RedisSubscriptionRegistry {
         });
         await this.write([...this.localSubscriptions.values()]);
       }
-      const now = Date.now();
+      const now = clock.now();
       const expired = await command.zrangebyscore(keys.leases, '-inf', now, 'LIMIT', 0, REAP_BATCH);
       for (const node of expired) {
         // One call per node, its set declared (docs/hub.md, Lua key discipline).
@@ -148,7 +153,7 @@ export class RedisSubscriptionRegistry {
   /** Stops renewing; releases the lease and this node's entry set when Redis answers in time. */
   async stop(): Promise<void> {
     this.stopped = true;
-    clearTimeout(this.leaseTimer);
+    this.leaseTimer?.();
     const { command, keys, nodeId } = this.options;
     if (!this.started || command.status !== 'ready') return;
     await settleWithin(command.multi().zrem(keys.leases, nodeId).del(keys.nodeSubscriptions).exec(), 1000);

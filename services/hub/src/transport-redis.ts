@@ -4,6 +4,7 @@ import { fileURLToPath } from 'node:url';
 import type { Metrics } from '@herald/metrics';
 import {
   asRedisUnavailable,
+  type Clock,
   closeRedis,
   createRedis,
   describeTopology,
@@ -21,6 +22,7 @@ import {
   runScript,
   type ScriptSet,
   scriptNamed,
+  systemClock,
 } from '@herald/redis';
 import { TransportUnavailableError } from './errors.js';
 import { partitionOfTopic, RESUME_WINDOW } from './partitions.js';
@@ -90,6 +92,8 @@ export interface RedisTransportOptions {
   /** Maintain the cluster-wide active subscriptions registry with a lease per node. */
   readonly subscriptions: boolean;
   readonly subscriptionsLease: number;
+  /** The clock of the registry's node leases (default: the system clock; hub.ts `clock`). */
+  readonly clock?: Clock;
   /** Interval between end-to-end pub/sub probes while healthy (default 5 s). */
   readonly probeInterval?: number;
   /** A probe not back within this bound marks the pub/sub path unverified (default 2 s). */
@@ -237,6 +241,7 @@ export class RedisTransport implements Transport {
       leaseRenewScript: this.script('lease-renew'),
       reapScript: this.script('reap'),
       lease: options.subscriptionsLease,
+      clock: options.clock ?? systemClock,
       outages: this.outages,
       log,
     });

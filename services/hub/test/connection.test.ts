@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, describe, test } from 'node:test';
+import { KeyClock } from '@herald/redis';
+import type { Subscriber } from '../src/subscriber.js';
 import {
   cleanupRedis,
   publishOk,
@@ -7,17 +9,47 @@ import {
   startTestHub,
   subscriberToken,
   subscribeUrl,
+  type TestHub,
 } from './helpers.js';
 
 after(cleanupRedis);
 
+/** The hub's only subscriber. */
+function onlySubscriber(hub: TestHub): Subscriber {
+  const subscribers = [...hub.server.hub.index.all()];
+  assert.equal(subscribers.length, 1);
+  return subscribers[0] as Subscriber;
+}
+
 describe('connection lifetime, heartbeat, drain', () => {
   test('an idle stream receives heartbeat comments', async () => {
-    const hub = await startTestHub('memory', { MERCURE_ANONYMOUS: '1', MERCURE_HEARTBEAT: '60ms' });
+    // Heartbeat rounds run every 250 ms of the hub's clock (a quarter of MERCURE_HEARTBEAT), the
+    // first 250 ms after start; the clock does not move until the test moves it.
+    const start = Date.now();
+    const clock = new KeyClock(start);
+    const hub = await startTestHub('memory', { MERCURE_ANONYMOUS: '1', MERCURE_HEARTBEAT: '1s' }, { clock });
     try {
       const stream = await SseStream.open(subscribeUrl(hub.url, [['match', 'https://example.com/hb']]));
       const opening = stream.comments;
+      const subscriber = onlySubscriber(hub);
+      assert.equal(subscriber.lastWriteAt, start);
+      // A round 1 ms before the stream has been idle for 1 s writes nothing (a heartbeat would
+      // move lastWriteAt: the round runs inside the clock's move).
+      await clock.set(start + 749);
+      await clock.set(start + 999);
+      assert.equal(subscriber.lastWriteAt, start, 'no heartbeat before 1 s idle');
+      // The next round (250 ms later) is past it: one heartbeat.
+      await clock.set(start + 1249);
+      assert.equal(subscriber.lastWriteAt, start + 1249);
+      await stream.until(() => stream.comments >= opening + 1);
+      // Idle again from the heartbeat: a round 1 ms before 1 s since it writes nothing.
+      await clock.set(start + 1249 + 749);
+      await clock.set(start + 1249 + 999);
+      assert.equal(subscriber.lastWriteAt, start + 1249, 'no heartbeat before 1 s since the last');
+      await clock.set(start + 1249 + 1249);
+      assert.equal(subscriber.lastWriteAt, start + 2498);
       await stream.until(() => stream.comments >= opening + 2);
+      assert.equal(stream.comments, opening + 2);
       assert.equal(stream.events.length, 0);
       stream.close();
     } finally {
@@ -26,9 +58,28 @@ describe('connection lifetime, heartbeat, drain', () => {
   });
 
   test('MERCURE_WRITE_TIMEOUT closes a stream (randomised within 80-100 %)', async () => {
-    const hub = await startTestHub('memory', { MERCURE_ANONYMOUS: '1', MERCURE_WRITE_TIMEOUT: '300ms' });
+    const start = Date.now();
+    const clock = new KeyClock(start);
+    const hub = await startTestHub(
+      'memory',
+      { MERCURE_ANONYMOUS: '1', MERCURE_HEARTBEAT: '0', MERCURE_WRITE_TIMEOUT: '10s' },
+      { clock },
+    );
     try {
+      const reasons: string[] = [];
+      hub.server.hub.events.on('subscriber-closed', (event: { reason: string }) =>
+        reasons.push(event.reason),
+      );
       const stream = await SseStream.open(subscribeUrl(hub.url, [['match', 'https://example.com/life']]));
+      const subscriber = onlySubscriber(hub);
+      // 1 ms before 80 % of the lifetime: open (a close runs inside the clock's move).
+      await clock.set(start + 8000 - 1);
+      assert.equal(subscriber.closed, false, 'open before 80 % of MERCURE_WRITE_TIMEOUT');
+      assert.deepEqual(reasons, []);
+      // Past 100 %: closed, for its lifetime.
+      await clock.set(start + 10_000);
+      assert.equal(subscriber.closed, true, 'closed by 100 % of MERCURE_WRITE_TIMEOUT');
+      assert.deepEqual(reasons, ['lifetime']);
       await stream.closed();
       assert.ok(stream.ended);
     } finally {

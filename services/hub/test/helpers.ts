@@ -3,7 +3,7 @@ import { request as httpRequest, type IncomingHttpHeaders, type IncomingMessage 
 import { createMetrics } from '@herald/metrics';
 import { REDIS_TOPOLOGY_VARIABLES, stopTestRedis, testRedisEnvironment, uniquePrefix } from '@herald/testkit';
 import { parseHubConfig } from '../src/config.js';
-import { type HubServer, startHub } from '../src/hub.js';
+import { type HubOptions, type HubServer, startHub } from '../src/hub.js';
 
 export const PUBLISHER_SECRET = 'publisher-secret-for-tests-only-0123456789';
 export const SUBSCRIBER_SECRET = 'subscriber-secret-for-tests-only-0123456789';
@@ -57,6 +57,8 @@ export interface TestHub {
 export async function startTestHub(
   backend: Backend,
   environment: Record<string, string> = {},
+  /** Options of the node itself (a test's `clock`). */
+  options: Pick<HubOptions, 'clock'> = {},
 ): Promise<TestHub> {
   // HERALD_TEST_TOPOLOGY picks standalone, Sentinel or Cluster; a test that names its own Redis
   // (a proxy's URL) keeps it.
@@ -75,7 +77,7 @@ export async function startTestHub(
     ...redis,
     ...environment,
   });
-  const server = await startHub(config, { metrics: createMetrics(), probeInterval: 500 });
+  const server = await startHub(config, { ...options, metrics: createMetrics(), probeInterval: 500 });
   const address = server.app.server.address();
   const port = typeof address === 'object' && address ? address.port : 0;
   const origin = `http://127.0.0.1:${port}`;

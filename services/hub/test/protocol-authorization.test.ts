@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import { KeyClock } from '@herald/redis';
 import {
   BACKENDS,
   cleanupRedis,
@@ -120,18 +121,40 @@ for (const backend of BACKENDS) {
     });
 
     test('the connection is closed at the token exp', async () => {
-      const exp = Math.floor(Date.now() / 1000) + 1;
-      const stream = await SseStream.open(subscribeUrl(hub.url, [['match', 'https://example.com/exp']]), {
-        authorization: `Bearer ${subscriberToken([{ match: '*' }], { exp })}`,
-      });
-      assert.equal(stream.status, 200);
-      await stream.closed();
-      assert.ok(stream.ended);
-      const expired = subscriberToken([{ match: '*' }], { exp: Math.floor(Date.now() / 1000) - 60 });
-      const again = await SseStream.open(subscribeUrl(hub.url, [['match', 'https://example.com/exp']]), {
-        authorization: `Bearer ${expired}`,
-      });
-      assert.equal(again.status, 401, 'an expired token cannot open a stream');
+      // The node closes the stream on its clock, which the test moves; the token is checked at
+      // connect against the real time, so its exp is ahead of that.
+      const clock = new KeyClock(Date.now());
+      const own = await startTestHub(backend, { MERCURE_HEARTBEAT: '0' }, { clock });
+      try {
+        const reasons: string[] = [];
+        own.server.hub.events.on('subscriber-closed', (event: { reason: string }) =>
+          reasons.push(event.reason),
+        );
+        // Within the default MERCURE_WRITE_TIMEOUT (10 min, closed from 8 min on).
+        const exp = Math.floor(Date.now() / 1000) + 60;
+        const stream = await SseStream.open(subscribeUrl(own.url, [['match', 'https://example.com/exp']]), {
+          authorization: `Bearer ${subscriberToken([{ match: '*' }], { exp })}`,
+        });
+        assert.equal(stream.status, 200);
+        const [subscriber] = [...own.server.hub.index.all()];
+        assert.ok(subscriber);
+        // 1 ms before exp: open (the close would run inside the clock's move).
+        await clock.set(exp * 1000 - 1);
+        assert.equal(subscriber.closed, false, 'open until the token exp');
+        assert.deepEqual(reasons, []);
+        await clock.set(exp * 1000);
+        assert.equal(subscriber.closed, true, 'closed at the token exp');
+        assert.deepEqual(reasons, ['token_expired']);
+        await stream.closed();
+        assert.ok(stream.ended);
+        const expired = subscriberToken([{ match: '*' }], { exp: Math.floor(Date.now() / 1000) - 60 });
+        const again = await SseStream.open(subscribeUrl(own.url, [['match', 'https://example.com/exp']]), {
+          authorization: `Bearer ${expired}`,
+        });
+        assert.equal(again.status, 401, 'an expired token cannot open a stream');
+      } finally {
+        await own.close();
+      }
     });
   });
 }
