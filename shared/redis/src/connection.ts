@@ -79,7 +79,7 @@ function connect(options: RedisOptions): RedisClient {
     case 'standalone':
       return new Redis(topology.url, common);
     case 'sentinel':
-      return restartWhenEndedUnasked(
+      return rideOutFailovers(
         new Redis({
           ...common,
           sentinels: topology.sentinels.map(({ host, port }): Partial<SentinelAddress> => ({ host, port })),
@@ -135,16 +135,31 @@ function connect(options: RedisOptions): RedisClient {
 /** Delay before a client that ended unasked is started again. */
 const RESTART_DELAY_MS = 100;
 
+/** What ioredis' SentinelConnector throws when its connect attempt was cut (ioredis `CONNECTION_CLOSED_ERROR_MSG`). */
+const CONNECTION_CLOSED = 'Connection is closed.';
+
+/** The part of ioredis' connector (the private `connector` of a client) wrapped here. */
+interface Connector {
+  connect(emit: (type: string, error?: unknown) => void): Promise<unknown>;
+}
+
 /**
- * ioredis 5 can end a Sentinel client for good in a failover: its failover detector, on the
+ * ioredis 5 cuts a Sentinel client's reconnect in a failover: its failover detector, on the
  * sentinels' +switch-master, calls the connector's `disconnect()`, which clears its "connecting"
  * flag; a reconnect that is at that moment waiting for a sentinel's answer then fails with
- * "Connection is closed" and the client goes to status `end`, never to reconnect (seen in the
- * broker failover test; shared/redis/test/sentinel.test.ts reproduces it). Our reconnect
- * strategy never gives up, so a client that ends without being closed is started again. Its
- * duplicates (BullMQ's blocking connection) get the same guard.
+ * "Connection is closed.". ioredis takes that for a close asked by the caller: it rejects every
+ * command in its queues with that error (a caller of a queueing client gets a raw "Connection is
+ * closed." for a command it asked to wait through the outage, and so does any promise ioredis
+ * holds itself, which nobody handles) and goes to status `end`, never to reconnect (a command
+ * sent then is refused with the same error). shared/redis/test/sentinel.test.ts reproduces it
+ * with a paused sentinel; under CPU load a plain kill -9 of the primary hits it too.
+ *
+ * So a connect attempt cut while nobody closed the client asks the sentinels again at once (the
+ * failover is announced: they name the new primary), its commands still queued. A client that
+ * ends without being closed all the same (our reconnect strategy never gives up) is started
+ * again. Its duplicates (BullMQ's blocking connection) get the same guards.
  */
-function restartWhenEndedUnasked(client: Redis): Redis {
+function rideOutFailovers(client: Redis): Redis {
   let closing = false;
   const disconnect = client.disconnect.bind(client);
   client.disconnect = (reconnect = false) => {
@@ -157,7 +172,22 @@ function restartWhenEndedUnasked(client: Redis): Redis {
     return quit(...args);
   }) as Redis['quit'];
   const duplicate = client.duplicate.bind(client);
-  client.duplicate = (override) => restartWhenEndedUnasked(duplicate(override));
+  client.duplicate = (override) => rideOutFailovers(duplicate(override));
+  // The first connect (started by the constructor) runs unwrapped: no failover detector exists
+  // before a first connection, so nothing but a close can cut it.
+  const connector = (client as unknown as { connector: Connector }).connector;
+  const connectOnce = connector.connect.bind(connector);
+  connector.connect = async (emit) => {
+    for (;;) {
+      try {
+        return await connectOnce(emit);
+      } catch (error) {
+        // Each attempt waits on a sentinel's answer first, so this is no busy loop; the detector
+        // cuts once per failover.
+        if (closing || !(error instanceof Error) || error.message !== CONNECTION_CLOSED) throw error;
+      }
+    }
+  };
   client.on('end', () => {
     if (closing) return;
     setTimeout(() => {
