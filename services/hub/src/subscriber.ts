@@ -192,6 +192,11 @@ export class Subscriber {
     return true;
   }
 
+  /** A write is blocked by back-pressure: the dispatch timer runs until the socket drains. */
+  get writeBlocked(): boolean {
+    return this.blocked;
+  }
+
   heartbeat(): void {
     // Not before the stream's headers: the subscribe handler may still be reading history, and
     // may yet answer 503 (a write now would send an implicit 200 instead).

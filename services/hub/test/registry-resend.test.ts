@@ -8,7 +8,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { loadScripts } from '@herald/redis';
+import { KeyClock, loadScripts } from '@herald/redis';
 import { RedisServer, ReplyLossProxy, scriptCall, waitFor } from '@herald/testkit';
 import { Redis } from 'ioredis';
 import { LUA_DIRECTORY } from '../src/transport-redis.js';
@@ -22,6 +22,9 @@ function script(name: string) {
 }
 
 const PREFIX = 'resend:';
+/** MERCURE_SUBSCRIPTIONS_LEASE: a lease round runs every third of it on the hub's clock. */
+const LEASE = 1000;
+const ROUND = Math.floor(LEASE / 3);
 const keys = {
   history: `${PREFIX}{hub}:history`,
   subscriptions: `${PREFIX}{hub}:subscriptions`,
@@ -34,16 +37,22 @@ describe('subscription registry scripts under a lost reply (redis)', () => {
   let proxy: ReplyLossProxy;
   let hub: TestHub;
   let redis: Redis;
+  // The hub's lease rounds run when the test moves this clock (the first at start).
+  const clock = new KeyClock(Date.now());
   before(async () => {
     server = await RedisServer.start();
     proxy = await ReplyLossProxy.start({ port: server.port });
     redis = new Redis(server.port, '127.0.0.1');
-    hub = await startTestHub('redis', {
-      REDIS_URL: proxy.url,
-      MERCURE_REDIS_PREFIX: PREFIX,
-      MERCURE_SUBSCRIPTIONS: '1',
-      MERCURE_SUBSCRIPTIONS_LEASE: '1000',
-    });
+    hub = await startTestHub(
+      'redis',
+      {
+        REDIS_URL: proxy.url,
+        MERCURE_REDIS_PREFIX: PREFIX,
+        MERCURE_SUBSCRIPTIONS: '1',
+        MERCURE_SUBSCRIPTIONS_LEASE: String(LEASE),
+      },
+      { clock },
+    );
   });
   after(async () => {
     await hub.close();
@@ -66,9 +75,11 @@ describe('subscription registry scripts under a lost reply (redis)', () => {
       .multi()
       .hset(keys.subscriptions, record.id, JSON.stringify(record))
       .sadd(keys.nodeSubscriptions('ghost'), record.id)
-      .zadd(keys.leases, Date.now() - 1000, 'ghost')
+      .zadd(keys.leases, clock.now() - 1000, 'ghost')
       .exec();
     planted = true;
+    // The next lease round reaps the ghost.
+    await clock.advance(ROUND);
     await lost;
     await waitFor(
       async () => {
@@ -102,6 +113,8 @@ describe('subscription registry scripts under a lost reply (redis)', () => {
       .del(keys.nodeSubscriptions(node))
       .exec();
     reaped = true;
+    // The next lease round renews, finds the lease gone, and registers the entries again.
+    await clock.advance(ROUND);
     await lost;
     await waitFor(async () => (await redis.hexists(keys.subscriptions, record.id)) === 1, {
       what: 'the reaped entry to be registered again',

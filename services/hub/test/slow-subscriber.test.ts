@@ -2,6 +2,8 @@ import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import { connect, type Socket } from 'node:net';
 import { after, describe, test } from 'node:test';
+import { KeyClock } from '@herald/redis';
+import type { Subscriber } from '../src/subscriber.js';
 import {
   cleanupRedis,
   publisherToken,
@@ -13,6 +15,24 @@ import {
 } from './helpers.js';
 
 after(cleanupRedis);
+
+/**
+ * The subscriber's write is blocked now: its dispatch timer runs from the clock's present time
+ * (writes come only from publishes, and the clock moves only here). 1 ms before the timeout it
+ * is open; at the timeout it is closed, unless the socket drained in between (the kernel took
+ * the bytes): then it is no longer blocked, and the caller publishes on.
+ */
+async function passDispatchTimeout(clock: KeyClock, subscriber: Subscriber): Promise<void> {
+  const blockedAt = clock.now();
+  await clock.set(blockedAt + DISPATCH_TIMEOUT - 1);
+  assert.equal(subscriber.closed, false, 'open 1 ms before the dispatch timeout');
+  await clock.set(blockedAt + DISPATCH_TIMEOUT);
+  assert.equal(
+    subscriber.closed || !subscriber.writeBlocked,
+    true,
+    'a write still blocked at the timeout closes',
+  );
+}
 
 /** A raw client that sends the request, reads the response head, then never reads again. */
 async function stalledSubscriber(hub: TestHub, topic: string): Promise<Socket> {
@@ -29,6 +49,9 @@ async function stalledSubscriber(hub: TestHub, topic: string): Promise<Socket> {
   return socket;
 }
 
+/** The dispatch timeout of the case that moves the hub's clock past it (ms). */
+const DISPATCH_TIMEOUT = 300;
+
 for (const { name, environment, reason } of [
   {
     name: 'a queue over its byte cap',
@@ -39,7 +62,7 @@ for (const { name, environment, reason } of [
     name: 'a write blocked past the dispatch timeout',
     environment: {
       MERCURE_MAX_CONNECTION_QUEUE_BYTES: String(1024 * 1024 * 1024),
-      MERCURE_DISPATCH_TIMEOUT: '300ms',
+      MERCURE_DISPATCH_TIMEOUT: `${DISPATCH_TIMEOUT}ms`,
     },
     reason: 'dispatch_timeout',
   },
@@ -47,15 +70,21 @@ for (const { name, environment, reason } of [
   describe(`slow subscriber: ${name}`, () => {
     for (const backend of ['memory', 'redis'] as const) {
       test(`the stalled client is disconnected; the other receives every update (${backend})`, async () => {
-        const hub = await startTestHub(backend, {
-          MERCURE_ANONYMOUS: '1',
-          MERCURE_HEARTBEAT: '0',
-          ...environment,
-        });
+        // The hub's time moves only when the test moves it: the dispatch timer of a blocked write
+        // fires when the test moves the clock past it, never while publishes are under way.
+        const clock = new KeyClock(Date.now());
+        const hub = await startTestHub(
+          backend,
+          { MERCURE_ANONYMOUS: '1', MERCURE_HEARTBEAT: '0', ...environment },
+          { clock },
+        );
         try {
           const topic = 'https://example.com/firehose';
           const healthy = await SseStream.open(subscribeUrl(hub.url, [['match', topic]]));
+          const before = new Set(hub.server.hub.index.all());
           const stalled = await stalledSubscriber(hub, topic);
+          const [stalledOnHub] = [...hub.server.hub.index.all()].filter((each) => !before.has(each));
+          assert.ok(stalledOnHub, "the stalled client's subscriber");
           let closedReason: string | undefined;
           const disconnected = new Promise<void>((resolve) =>
             hub.server.hub.events.on('subscriber-closed', (event: { reason: string }) => {
@@ -73,6 +102,10 @@ for (const { name, environment, reason } of [
           // Publish until the hub gives up on the stalled client (bounded: ~400 MB at most).
           for (let index = 0; !done && index < 12_000; index++) {
             ids.push(await publishOk(hub.url, { topic, data }, token));
+            if (reason === 'dispatch_timeout' && stalledOnHub.writeBlocked) {
+              await passDispatchTimeout(clock, stalledOnHub);
+              if (stalledOnHub.closed) await disconnected;
+            }
           }
           assert.ok(done, 'the stalled subscriber was disconnected');
           assert.equal(closedReason, reason);
