@@ -1,5 +1,6 @@
 import { AUTH_FAILURE_REASONS } from '@herald/auth';
 import { Counter, Gauge, type Metrics, withZeroSeries } from '@herald/metrics';
+import { lagOfGroup } from './lag.js';
 import type { AckStatus, BrokerStorage, QueueStats } from './storage.js';
 
 /** The label value shared by every queue past the cap (docs/broker-operations.md "Metrics"). */
@@ -44,6 +45,33 @@ export class QueueLabels {
 
   forget(queue: string): boolean {
     return this.labelled.delete(queue);
+  }
+}
+
+/**
+ * The `group` label of the per-group series, under the same cap: a (queue, group) pair gets its
+ * own label while fewer than `max` pairs have one and its queue has its own `queue` label; the
+ * rest share `group="__other__"` under their queue's label.
+ */
+export class GroupLabels {
+  private readonly labelled = new Map<string, Set<string>>();
+  private count = 0;
+  constructor(private readonly max: number) {}
+
+  of(queueLabel: string, group: string): string {
+    if (queueLabel === OTHER_QUEUES || group === OTHER_QUEUES) return OTHER_QUEUES;
+    const groups = this.labelled.get(queueLabel);
+    if (groups?.has(group)) return group;
+    if (this.count >= this.max) return OTHER_QUEUES;
+    if (groups) groups.add(group);
+    else this.labelled.set(queueLabel, new Set([group]));
+    this.count++;
+    return group;
+  }
+
+  forget(queue: string): void {
+    this.count -= this.labelled.get(queue)?.size ?? 0;
+    this.labelled.delete(queue);
   }
 }
 
@@ -106,6 +134,45 @@ export function createBrokerMetrics(
     Math.max,
   );
   queueGauge('herald_broker_dlq_messages', 'Dead letters held per queue.', (stats) => stats.deadLetters);
+  const groupLabels = new GroupLabels(maxQueues);
+  const groupGauge = (name: string, help: string, pick: 'messages' | 'oldestSeconds') =>
+    new Gauge({
+      name,
+      help,
+      labelNames: ['queue', 'group'],
+      registers,
+      async collect() {
+        this.reset();
+        const snapshot =
+          (await storage()
+            ?.housekeeping.cachedStats()
+            .catch(() => [])) ?? [];
+        const values = new Map<string, { queue: string; group: string; value: number }>();
+        for (const stats of snapshot) {
+          const queue = labels.of(stats.queue);
+          for (const entry of stats.groups) {
+            const group = groupLabels.of(queue, entry.group);
+            const value = lagOfGroup(stats, entry)[pick];
+            const key = `${queue}\0${group}`;
+            const known = values.get(key);
+            // Past the cap messages add up; the age is the oldest.
+            if (!known) values.set(key, { queue, group, value });
+            else known.value = pick === 'messages' ? known.value + value : Math.max(known.value, value);
+          }
+        }
+        for (const { queue, group, value } of values.values()) this.set({ queue, group }, value);
+      },
+    });
+  groupGauge(
+    'herald_consumer_group_lag_messages',
+    'Messages a consumer group has not resolved, per queue and group (cluster-wide, from the stats snapshot).',
+    'messages',
+  );
+  groupGauge(
+    'herald_consumer_group_lag_seconds',
+    'Age of the oldest message a consumer group has not resolved, per queue and group (cluster-wide).',
+    'oldestSeconds',
+  );
   const pushed = new Counter({
     name: 'herald_broker_push_total',
     help: 'Messages stored by push (duplicates excluded), per queue.',
@@ -166,6 +233,7 @@ export function createBrokerMetrics(
     forgetQueue(queue) {
       // `__other__` is never forgotten: it may count other live queues too.
       if (!labels.forget(queue)) return;
+      groupLabels.forget(queue);
       for (const counter of [pushed, popped, leaseExpiries]) counter.remove({ queue });
       for (const status of ACK_STATUSES) acked.remove({ queue, status });
     },

@@ -18,6 +18,8 @@ const PER_QUEUE = [
   'herald_broker_pending_messages',
   'herald_broker_dlq_messages',
   'herald_broker_oldest_pending_age_seconds',
+  'herald_consumer_group_lag_messages',
+  'herald_consumer_group_lag_seconds',
 ];
 
 /** metric name → the `queue` label values of its series. */
@@ -79,6 +81,32 @@ for (const backend of BACKENDS) {
       for (const [metric, labels] of await queueSeries(suite.broker.url)) {
         assert.ok(new Set(labels).size <= CAP + 1, `${metric}: ${new Set(labels).size} queue labels`);
       }
+    });
+  });
+}
+
+for (const backend of BACKENDS) {
+  describe(`consumer-group lag series are capped too (${backend})`, () => {
+    const suite = brokerSuite(backend, { BROKER_METRICS_MAX_QUEUES: String(CAP) });
+
+    test(`cap+${EXTRA} groups on one queue: at most cap group labels plus __other__, which sums their lag`, async () => {
+      const queue = queueName('groups');
+      assert.equal((await suite.api.push([{ queue, payload: 1 }])).status, 201);
+      for (let group = 0; group < CAP + EXTRA; group++) {
+        assert.equal((await suite.api.pop(queue, `consumerGroup=g${group}`)).status, 200);
+      }
+      assert.equal((await suite.api.call('POST', '/api/v1/stats/refresh')).status, 200);
+      const text = await (await fetch(`${suite.broker.url}/metrics`)).text();
+      const groups = new Map<string, number>();
+      for (const line of text.split('\n')) {
+        if (!line.startsWith('herald_consumer_group_lag_messages{') || !line.includes(`queue="${queue}"`))
+          continue;
+        const group = /group="([^"]*)"/.exec(line)?.[1] as string;
+        groups.set(group, Number(line.slice(line.lastIndexOf(' ') + 1)));
+      }
+      assert.equal(groups.size, CAP + 1, [...groups.keys()].join(', '));
+      // Each group holds its one message under lease: unresolved, so lag 1 each.
+      assert.equal(groups.get('__other__'), EXTRA);
     });
   });
 }

@@ -1,7 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import type { BrokerContext } from '../context.js';
 import { invalidRequest, notFound } from '../errors.js';
-import type { QueueInfo, SeekTarget } from '../storage.js';
+import { lagFromPartitions, lagOfGroup } from '../lag.js';
+import { QUEUE_MODE, type QueueInfo, type SeekTarget } from '../storage.js';
 import { integer, isObject, name, timestamp } from '../validation.js';
 import { consumerGroupEntry, groupPartitions, laggingPartitions, statsHeaders } from '../views.js';
 import { ADMIN, READ_ONLY, READ_WRITE } from './access.js';
@@ -63,6 +64,22 @@ export function registerConsumerGroupRoutes(app: FastifyInstance, context: Broke
       );
     }
     return lagging.sort((a, b) => b.time_lag_seconds - a.time_lag_seconds);
+  });
+
+  // Herald's lag of one group (docs/broker-autoscaling.md): the shape KEDA's metrics-api scaler
+  // reads. Queue mode when no group is named; a queue or group that does not exist is a 404.
+  app.get('/api/v1/lag', READ_ONLY, async (request) => {
+    const query = request.query as Record<string, unknown>;
+    const queue = name(query.queue, 'queue');
+    const group = query.group === undefined ? QUEUE_MODE : name(query.group, 'group');
+    if (!(await storage.catalog.get(queue))) throw notFound(`Queue '${queue}' not found`);
+    if (group !== QUEUE_MODE && !(await storage.groups.list(queue)).includes(group)) {
+      throw notFound(`Consumer group '${group}' not found on queue '${queue}'`);
+    }
+    const stats = (await storage.housekeeping.cachedStats()).find((entry) => entry.queue === queue);
+    const known = stats?.groups.find((entry) => entry.group === group);
+    if (stats && known) return lagOfGroup(stats, known);
+    return lagFromPartitions(queue, group, await storage.groups.partitions(queue), context.clock.now());
   });
 
   // Queen's get_consumer_group_details_v1: `{<queue>: {partitions: [...]}}`, `{}` for a group
