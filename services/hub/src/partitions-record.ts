@@ -1,4 +1,4 @@
-import type { RedisClient } from '@herald/redis';
+import { type Clock, type RedisClient, systemClock } from '@herald/redis';
 import type { TransportLog } from './transport.js';
 
 /** How long the record outlives the last node that renewed it (ms). */
@@ -16,7 +16,9 @@ export const PARTITIONS_RECORD_TTL = 30_000;
 export class PartitionsRecord {
   /** The readiness problem, undefined while this node's N is the recorded one. */
   problem: string | undefined = 'MERCURE_PARTITIONS not yet checked against the deployment (Redis)';
-  private timer: NodeJS.Timeout | undefined;
+  /** Cancels the next check. */
+  private timer: (() => void) | undefined;
+  private stopped = false;
   private checked = false;
 
   constructor(
@@ -24,17 +26,27 @@ export class PartitionsRecord {
     private readonly key: string,
     private readonly partitions: number,
     private readonly log: TransportLog,
+    /** The checks' timer (the record's TTL is Redis's: PX). */
+    private readonly clock: Clock = systemClock,
   ) {}
 
-  /** Checks now and every `interval` ms until `stop` (not awaited: boot never waits on Redis here). */
+  /** Checks now and every `interval` ms of the clock until `stop` (not awaited: boot never waits on Redis here). */
   start(interval: number): void {
     void this.check();
-    this.timer = setInterval(() => void this.check(), interval);
-    this.timer.unref();
+    this.schedule(interval);
+  }
+
+  private schedule(interval: number): void {
+    if (this.stopped) return;
+    this.timer = this.clock.timer(this.clock.now() + interval, () => {
+      this.schedule(interval);
+      void this.check();
+    });
   }
 
   stop(): void {
-    clearInterval(this.timer);
+    this.stopped = true;
+    this.timer?.();
   }
 
   /** One claim or renewal; a Redis error keeps the last verdict (the connections' readiness reports outages). */

@@ -92,7 +92,10 @@ export interface RedisTransportOptions {
   /** Maintain the cluster-wide active subscriptions registry with a lease per node. */
   readonly subscriptions: boolean;
   readonly subscriptionsLease: number;
-  /** The clock of the registry's node leases (default: the system clock; hub.ts `clock`). */
+  /**
+   * The clock of the registry's node leases and of the partitions record's checks (default: the
+   * system clock; hub.ts `clock`).
+   */
   readonly clock?: Clock;
   /** Interval between end-to-end pub/sub probes while healthy (default 5 s). */
   readonly probeInterval?: number;
@@ -226,7 +229,13 @@ export class RedisTransport implements Transport {
       historySize: options.historySize,
       historyTtl: options.historyTtl,
     });
-    this.partitionsRecord = new PartitionsRecord(this.command, space.key('partitions'), this.partitions, log);
+    this.partitionsRecord = new PartitionsRecord(
+      this.command,
+      space.key('partitions'),
+      this.partitions,
+      log,
+      options.clock ?? systemClock,
+    );
     this.registry = new RedisSubscriptionRegistry({
       command: this.command,
       reader: this.reader,

@@ -7,7 +7,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, test } from 'node:test';
-import { createRedis, redisTopologyFromEnv } from '@herald/redis';
+import { createRedis, KeyClock, redisTopologyFromEnv } from '@herald/redis';
 import { testRedisEnvironment, uniquePrefix, waitFor } from '@herald/testkit';
 import { cleanupRedis, startTestHub, type TestHub } from './helpers.js';
 
@@ -25,12 +25,14 @@ test('a node whose MERCURE_PARTITIONS differs from the running nodes is not read
   assert.ok(topology);
   const admin = createRedis({ topology });
   const hubs: TestHub[] = [];
+  // Each node checks the record at start, then every probe interval (500 ms) of this clock.
+  const clock = new KeyClock(Date.now());
   const start = async (partitions: number) => {
-    const hub = await startTestHub('redis', {
-      ...environment,
-      MERCURE_REDIS_PREFIX: prefix,
-      MERCURE_PARTITIONS: String(partitions),
-    });
+    const hub = await startTestHub(
+      'redis',
+      { ...environment, MERCURE_REDIS_PREFIX: prefix, MERCURE_PARTITIONS: String(partitions) },
+      { clock },
+    );
     hubs.push(hub);
     return hub;
   };
@@ -51,6 +53,8 @@ test('a node whose MERCURE_PARTITIONS differs from the running nodes is not read
     // Every node with 1 stops; the record expires (deleted here rather than waited for).
     await one.close();
     await admin.del(`${prefix}{hub}:partitions`);
+    // Its next check claims the record.
+    await clock.advance(500);
     await waitFor(async () => (await readiness(eight)).status === 200);
 
     // Now 8 is the deployment's value: a node started with 1 is the odd one.
