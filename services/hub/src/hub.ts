@@ -35,8 +35,9 @@ export interface HubOptions {
   /**
    * The clock the node's time-driven behaviour runs on (default: the system clock): token
    * expiry and lifetime closes, the dispatch timeout, heartbeats, the in-process history's age
-   * bound and the registry's node leases. A test gives a `KeyClock` and moves it. The Redis
-   * scripts keep Redis's own time (the publish deadline, the history's age bound).
+   * bound, the registry's node leases and the partitions record's checks. A test gives a
+   * `KeyClock` and moves it. Redis keeps its own time (the publish deadline, the history's age
+   * bound, the record's TTL), and so do I/O bounds, the pub/sub probe and the drain.
    */
   readonly clock?: Clock;
 }
