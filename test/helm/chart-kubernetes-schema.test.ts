@@ -49,6 +49,19 @@ const customResources: Record<string, (object: K8sObject) => void> = {
       }
     }
   },
+  'keda.sh/v1alpha1/ScaledObject': (object) => {
+    assert.equal(typeof object.spec.scaleTargetRef.name, 'string');
+    assert.ok(Number.isInteger(object.spec.minReplicaCount) && Number.isInteger(object.spec.maxReplicaCount));
+    assert.ok(object.spec.triggers.length > 0);
+    for (const trigger of object.spec.triggers) {
+      assert.equal(trigger.type, 'metrics-api');
+      assert.match(trigger.metadata.url, /^https?:\/\/[^/]+\/api\/v1\/lag\?queue=/);
+      assert.equal(typeof trigger.metadata.valueLocation, 'string');
+      assert.match(trigger.metadata.targetValue, /^\d+$/);
+      if (trigger.authenticationRef !== undefined)
+        assert.equal(typeof trigger.authenticationRef.name, 'string');
+    }
+  },
   'gateway.networking.k8s.io/v1/HTTPRoute': (object) => {
     assert.ok(object.spec.parentRefs.length > 0);
     for (const parent of object.spec.parentRefs) assert.equal(typeof parent.name, 'string');

@@ -91,6 +91,7 @@ test("PrometheusRules carry the required alerts, scoped to this release's job an
     broker: [
       'HeraldBrokerDeadLetterQueueGrowing',
       'HeraldBrokerOldestPendingMessageTooOld',
+      'HeraldConsumerGroupLagTooOld',
       'HeraldBrokerAuthFailuresSpike',
       'HeraldBrokerRedisLatencyHigh',
       'HeraldBrokerNotReady',
