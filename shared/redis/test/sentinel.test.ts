@@ -57,6 +57,16 @@ function connect(options: { commandTimeout?: number; forSubscriber?: boolean } =
   return client;
 }
 
+/**
+ * Waits for a fail-fast client's first connection: its deadline also covers a command queued
+ * while the client still asks the sentinels and connects, which a loaded machine (CI runs test
+ * files side by side on two cores) can stretch past a few hundred ms.
+ */
+async function connected(client: Redis): Promise<Redis> {
+  await waitFor(() => client.status === 'ready', { what: 'the first connection' });
+  return client;
+}
+
 async function servingPort(client: Redis): Promise<number> {
   return Number(/tcp_port:(\d+)/.exec(await client.info('server'))?.[1]);
 }
@@ -88,7 +98,7 @@ test('REDIS_SENTINELS + REDIS_SENTINEL_MASTER reach the primary; scripts and pub
 });
 
 test('a command to a paused primary is refused by its deadline', async () => {
-  const client = connect({ commandTimeout: 300 });
+  const client = await connected(connect({ commandTimeout: 300 }));
   await client.set('paused', 'before');
   const primary = await set.primary();
   await set.kill(primary, 'SIGSTOP');
@@ -110,7 +120,7 @@ test('a failover announced while the client is reconnecting does not end the cli
   // reconnect then waiting on a sentinel's answer fails with "Connection is closed" and ioredis
   // ends the client for good. The client asks the first sentinel of the list first: paused, it
   // holds the reconnect in that wait while the two others fail over and announce it.
-  const client = connect({ commandTimeout: 500 });
+  const client = await connected(connect({ commandTimeout: 500 }));
   await client.set('reconnecting', 'before');
   const [asked, witness] = set.sentinels.map((address) => Number(address.split(':')[1])) as [number, number];
   const killed = await set.primary();
