@@ -20,8 +20,10 @@ export interface Clock {
 /** The machine's clock: what every node runs on outside tests. */
 export const systemClock: Clock = {
   now: () => Date.now(),
+  // Unref'd: a node's timers (heartbeats, long-poll deadlines) never keep a process alive on
+  // their own; the server they serve does.
   timer(at, callback) {
-    const timeout = setTimeout(callback, Math.max(0, at - Date.now()));
+    const timeout = setTimeout(callback, Math.max(0, at - Date.now())).unref();
     return () => clearTimeout(timeout);
   },
 };
