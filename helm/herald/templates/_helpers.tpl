@@ -246,6 +246,7 @@ REDIS_SENTINELS, REDIS_CLUSTER_NODES, by redis.mode; passwords only through a Se
 - name: REDIS_TLS
   value: "true"
 {{- end }}
+{{- include "herald.envVar" (list "REDIS_COMMAND_TIMEOUT" $redis.commandTimeout) }}
 {{- end }}
 {{- end -}}
 

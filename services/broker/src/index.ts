@@ -107,6 +107,9 @@ export async function startBroker(config: BrokerConfig, options: StartOptions = 
         timeoutMs: config.BROKER_MIN_REPLICAS_ACK_TIMEOUT,
       },
       commandDuration: metrics.redisCommandDuration,
+      ...(config.REDIS_COMMAND_TIMEOUT !== undefined
+        ? { commandTimeoutMs: config.REDIS_COMMAND_TIMEOUT }
+        : {}),
       log: app.log,
       ...(options.clock ? { clock: options.clock, scripts: loadBrokerScripts({ clock: 'key' }) } : {}),
     });

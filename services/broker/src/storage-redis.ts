@@ -17,7 +17,7 @@ import {
   systemClock,
 } from '@herald/redis';
 import { RedisCatalog } from './redis/catalog.js';
-import { RedisBackend, type SlotGroup } from './redis/context.js';
+import { COMMAND_TIMEOUT_MS, RedisBackend, type SlotGroup } from './redis/context.js';
 import { RedisDeadLetters } from './redis/dead-letters.js';
 import { RedisFlags } from './redis/flags.js';
 import { RedisGroups } from './redis/groups.js';
@@ -39,6 +39,8 @@ export interface RedisStorageOptions {
   /** Prefix of every key (`herald:broker:`); each queue's keys add a hash tag after it. */
   readonly prefix: string;
   readonly commandDuration?: Histogram<'command'>;
+  /** A request's command deadline in ms (default COMMAND_TIMEOUT_MS; REDIS_COMMAND_TIMEOUT). */
+  readonly commandTimeoutMs?: number;
   /** Where the node's Redis outages are logged (one line lost, one back: `OutageLog`). */
   readonly log: OutageLogger;
   /**
@@ -88,6 +90,7 @@ export class RedisStorage implements BrokerStorage {
     this.kind = options.kind ?? 'redis';
     const backend = new RedisBackend({
       topology: options.topology,
+      commandTimeoutMs: options.commandTimeoutMs ?? COMMAND_TIMEOUT_MS,
       prefix: options.prefix,
       slotGroup: options.slotGroup ?? 'queue',
       oneSlot: options.oneSlot ?? false,

@@ -89,6 +89,9 @@ export class Hub implements SubscriberRegistry {
           historyTtl: config.MERCURE_HISTORY_TTL,
           partitions: config.MERCURE_PARTITIONS,
           metrics: sharedMetrics,
+          ...(config.REDIS_COMMAND_TIMEOUT !== undefined
+            ? { readTimeout: config.REDIS_COMMAND_TIMEOUT }
+            : {}),
           subscriptions: config.MERCURE_SUBSCRIPTIONS,
           subscriptionsLease: config.MERCURE_SUBSCRIPTIONS_LEASE,
           clock,

@@ -89,6 +89,8 @@ export interface RedisTransportOptions {
   readonly partitions?: number;
   /** The process registry: Redis command durations are recorded there. */
   readonly metrics: Metrics;
+  /** Deadline of the reads a request waits for (ms; default READ_TIMEOUT, REDIS_COMMAND_TIMEOUT). */
+  readonly readTimeout?: number;
   /** Maintain the cluster-wide active subscriptions registry with a lease per node. */
   readonly subscriptions: boolean;
   readonly subscriptionsLease: number;
@@ -134,7 +136,7 @@ export class RedisTransport implements Transport {
   /**
    * Reads a request waits for (history, the registry, the cursor lookup) go through their own
    * deadline connection (`commandTimeout`): refused at once while Redis is away and after
-   * READ_TIMEOUT when it stalls, so the request answers 503 instead of hanging.
+   * READ_TIMEOUT (REDIS_COMMAND_TIMEOUT) when it stalls, so the request answers 503 instead of hanging.
    */
   private readonly reader: RedisClient;
   /**
@@ -177,7 +179,7 @@ export class RedisTransport implements Transport {
     this.reader = createRedis({
       topology,
       connectionName: 'herald-hub-reader',
-      commandTimeout: READ_TIMEOUT,
+      commandTimeout: options.readTimeout ?? READ_TIMEOUT,
     });
     this.publisher = createRedis({ topology, connectionName: 'herald-hub-publisher', failFast: true });
     this.subscriber = createRedis({ topology, connectionName: 'herald-hub-subscriber', forSubscriber: true });

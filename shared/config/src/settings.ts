@@ -80,13 +80,16 @@ export function boolean<O extends SettingOptions<boolean>>(options?: O) {
 }
 
 /** Milliseconds: a bare integer, or a number with a unit (`40s`, `10m`). */
-export function duration<O extends SettingOptions<number>>(options?: O & { min?: number }) {
+export function duration<O extends SettingOptions<number>>(options?: O & { min?: number; max?: number }) {
   const min = options?.min ?? 0;
+  const max = options?.max;
   return define<number, O>(
-    `a duration (milliseconds, or a number with ms/s/m/h/d) of at least ${min} ms`,
+    max === undefined
+      ? `a duration (milliseconds, or a number with ms/s/m/h/d) of at least ${min} ms`
+      : `a duration (milliseconds, or a number with ms/s/m/h/d) from ${min} to ${max} ms`,
     (text) => {
       const value = parseDuration(text);
-      return value !== undefined && value >= min ? value : undefined;
+      return value !== undefined && value >= min && (max === undefined || value <= max) ? value : undefined;
     },
     options,
     (value) => `${value}ms`,

@@ -1,4 +1,12 @@
-import { boolean, ConfigError, type ConfigOf, type Environment, parseEnv, string } from '@herald/config';
+import {
+  boolean,
+  ConfigError,
+  type ConfigOf,
+  duration,
+  type Environment,
+  parseEnv,
+  string,
+} from '@herald/config';
 
 /** One Redis endpoint. */
 export interface RedisAddress {
@@ -64,6 +72,12 @@ export const redisSettings = {
   REDIS_PASSWORD: string(),
   /** TLS to every Sentinel and Cluster connection (standalone: `rediss://`). */
   REDIS_TLS: boolean({ default: false }),
+  /**
+   * How long a request's Redis command may go unanswered before the request is refused (503),
+   * 50 ms to 60 s; unset: each service's default (broker 1 s, hub reads 2 s). docs/contracts.md,
+   * "Redis command deadline".
+   */
+  REDIS_COMMAND_TIMEOUT: duration({ min: 50, max: 60_000 }),
 } as const;
 
 export type RedisSettings = ConfigOf<typeof redisSettings>;

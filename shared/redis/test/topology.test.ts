@@ -4,11 +4,12 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { ConfigError } from '@herald/config';
+import { ConfigError, parseEnv } from '@herald/config';
 import {
   describeTopology,
   parseRedisOptions,
   type RedisTopology,
+  redisSettings,
   redisTopologyFromEnv,
 } from '../src/index.js';
 
@@ -136,6 +137,18 @@ const refused: readonly [string, Record<string, string>, string, RegExp][] = [
     /credentials go in the URL/,
   ],
   ['REDIS_TLS with REDIS_URL', { REDIS_URL: 'redis://a', REDIS_TLS: 'true' }, 'REDIS_TLS', /rediss:\/\//],
+  [
+    'a command deadline below 50 ms',
+    { REDIS_URL: 'redis://a', REDIS_COMMAND_TIMEOUT: '10' },
+    'REDIS_COMMAND_TIMEOUT',
+    /from 50 to 60000 ms/,
+  ],
+  [
+    'a command deadline above a minute',
+    { REDIS_URL: 'redis://a', REDIS_COMMAND_TIMEOUT: '2m' },
+    'REDIS_COMMAND_TIMEOUT',
+    /from 50 to 60000 ms/,
+  ],
   ['a password and no Redis', { REDIS_PASSWORD: SECRET }, 'REDIS_PASSWORD', /no Redis is configured/],
   [
     'REDIS_TLS not a boolean',
@@ -236,4 +249,10 @@ test('a topology is described for logs without credentials', () => {
     'sentinel master m via a:1,[::1]:2',
     'cluster a:1,b:6379',
   ]);
+});
+
+test('REDIS_COMMAND_TIMEOUT: a duration, unset by default (each service then keeps its own)', () => {
+  assert.equal(parseEnv(redisSettings, { REDIS_COMMAND_TIMEOUT: '2s' }).REDIS_COMMAND_TIMEOUT, 2000);
+  assert.equal(parseEnv(redisSettings, { REDIS_COMMAND_TIMEOUT: '750' }).REDIS_COMMAND_TIMEOUT, 750);
+  assert.equal(parseEnv(redisSettings, {}).REDIS_COMMAND_TIMEOUT, undefined);
 });

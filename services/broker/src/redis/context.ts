@@ -61,13 +61,17 @@ const REPLICATED_SCRIPTS = new Set([
 const KEYS_PER_QUEUE = new Set(['transaction', 'streams-cycle']);
 
 /**
- * A request's Redis command is refused after this long without a reply (at once while the
- * connection is down), so the route answers 503 instead of hanging (docs/broker-operations.md, "Outages").
+ * By default a request's Redis command is refused after this long without a reply (at once while
+ * the connection is down), so the route answers 503 instead of hanging (docs/broker-operations.md,
+ * "Outages"); REDIS_COMMAND_TIMEOUT changes it. About 30× the longest stall measured while Redis
+ * forks and rewrites its files (docs/benchmarks.md, "Redis command deadline").
  */
 export const COMMAND_TIMEOUT_MS = 1000;
 
 export interface RedisBackendOptions {
   readonly topology: RedisTopology;
+  /** A request's command deadline (ms; COMMAND_TIMEOUT_MS unless REDIS_COMMAND_TIMEOUT says otherwise). */
+  readonly commandTimeoutMs: number;
   /** Prefix of every key (`herald:broker:`). */
   readonly prefix: string;
   readonly slotGroup: SlotGroup;
@@ -119,11 +123,8 @@ export class RedisBackend {
     this.scripts = options.scripts;
     this.clock = options.clock;
     this.oneSlot = topology.kind === 'cluster' || options.oneSlot;
-    this.redis = createRedis({
-      topology,
-      connectionName: 'herald-broker',
-      commandTimeout: COMMAND_TIMEOUT_MS,
-    });
+    const commandTimeout = options.commandTimeoutMs;
+    this.redis = createRedis({ topology, connectionName: 'herald-broker', commandTimeout });
     if (commandDuration) instrumentRedis(this.redis, commandDuration);
     const replicaAck = options.replicaAck;
     if (replicaAck && replicaAck.replicas > 0) {
@@ -131,7 +132,7 @@ export class RedisBackend {
       this.writer = createRedis({
         topology,
         connectionName: 'herald-broker-writer',
-        commandTimeout: COMMAND_TIMEOUT_MS + replicaAck.timeoutMs,
+        commandTimeout: commandTimeout + replicaAck.timeoutMs,
       });
       if (commandDuration) instrumentRedis(this.writer, commandDuration);
       this.replicatedWrites = new ReplicatedWrites(this.writer, replicaAck);
