@@ -96,6 +96,17 @@ export function createBrokerMetrics(
 ): BrokerMetrics {
   const registers = [base.registry];
   const labels = new QueueLabels(maxQueues);
+  /**
+   * The stats snapshot the per-queue and per-group gauges read: one read of the stats hash per
+   * scrape, shared by every gauge collected in it (kept until the scrape's turn ends).
+   */
+  let reading: Promise<QueueStats[]> | undefined;
+  const statsSnapshot = (): Promise<QueueStats[]> => {
+    reading ??= (storage()?.housekeeping.cachedStats() ?? Promise.resolve([]))
+      .catch(() => [])
+      .finally(() => setImmediate(() => (reading = undefined)));
+    return reading;
+  };
   const queueGauge = (
     name: string,
     help: string,
@@ -109,10 +120,7 @@ export function createBrokerMetrics(
       registers,
       async collect() {
         this.reset();
-        const snapshot =
-          (await storage()
-            ?.housekeeping.cachedStats()
-            .catch(() => [])) ?? [];
+        const snapshot = await statsSnapshot();
         const values = new Map<string, number>();
         for (const stats of snapshot) {
           const label = labels.of(stats.queue);
@@ -143,10 +151,7 @@ export function createBrokerMetrics(
       registers,
       async collect() {
         this.reset();
-        const snapshot =
-          (await storage()
-            ?.housekeeping.cachedStats()
-            .catch(() => [])) ?? [];
+        const snapshot = await statsSnapshot();
         const values = new Map<string, { queue: string; group: string; value: number }>();
         for (const stats of snapshot) {
           const queue = labels.of(stats.queue);
