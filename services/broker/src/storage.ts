@@ -157,12 +157,11 @@ export interface MessageView {
   createdAt: string;
 }
 
-/** A message as Queen's `GET /api/v1/status/queues/:queue/messages` lists it (queue-mode state). */
+/** A message with its queue-mode state (routes/wire.ts gives it Queen's status-view shape). */
 export interface QueueMessageState {
   id: string;
   transactionId: string;
   partitionId: string;
-  queuePath: string;
   queue: string;
   partition: string;
   status: 'pending' | 'processing' | 'completed' | 'dead_letter';

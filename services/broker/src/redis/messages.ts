@@ -153,7 +153,6 @@ export class RedisMessages implements MessageBrowser {
               id: fields.m ?? '',
               transactionId: fields.t ?? '',
               partitionId,
-              queuePath: `${queue}/${partition}`,
               queue,
               partition,
               status,

@@ -6,6 +6,7 @@ import type { QueueInfo } from '../storage.js';
 import { integer, isObject, LIMITS, name, optionalName, timestamp } from '../validation.js';
 import { newestFirst, queueDetail, queueSummary, statsHeaders, systemStatus } from '../views.js';
 import { ADMIN, PUBLIC, READ_ONLY } from './access.js';
+import { queueMessagesBody } from './wire.js';
 
 const HOUR_MS = 3_600_000;
 const DAY_MS = 24 * HOUR_MS;
@@ -91,11 +92,12 @@ export function registerStatusRoutes(
       const query = request.query as Record<string, unknown>;
       const queue = name(request.params.queue, 'queue');
       if (!(await storage.catalog.get(queue))) throw notFound(`Queue '${queue}' not found`);
-      return storage.messages.states({
+      const states = await storage.messages.states({
         queue,
         limit: integer(query.limit, 'limit', 50, 1, LIMITS.maxStatusMessages),
         offset: integer(query.offset, 'offset', 0, 0, LIMITS.maxStatusMessagesOffset),
       });
+      return queueMessagesBody(states);
     },
   );
 

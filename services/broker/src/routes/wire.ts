@@ -2,7 +2,13 @@
  * Queen's JSON shapes of what the storage answers (the broker's own shapes, storage.ts): field
  * names and order as Queen's server writes them, so its clients read our answers unchanged.
  */
-import type { AckResult, LeaseExtension, PushResult, TransactionOperationResult } from '../storage.js';
+import type {
+  AckResult,
+  LeaseExtension,
+  PushResult,
+  QueueMessageState,
+  TransactionOperationResult,
+} from '../storage.js';
 import type { CycleAckResult } from '../streams/types.js';
 
 export function pushResultsBody(results: readonly PushResult[]) {
@@ -75,4 +81,18 @@ export function cycleAckBody(result: CycleAckResult | null) {
       dlq: result.dlq,
     }
   );
+}
+
+/** Queen's `GET /api/v1/status/queues/:queue/messages` rows (`queuePath`: `<queue>/<partition>`). */
+export function queueMessagesBody(states: readonly QueueMessageState[]) {
+  return states.map((state) => ({
+    id: state.id,
+    transactionId: state.transactionId,
+    partitionId: state.partitionId,
+    queuePath: `${state.queue}/${state.partition}`,
+    queue: state.queue,
+    partition: state.partition,
+    status: state.status,
+    createdAt: state.createdAt,
+  }));
 }
