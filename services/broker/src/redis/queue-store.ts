@@ -28,6 +28,7 @@ import { decode, encode, type RedisBackend, type Reply, slotTag } from './contex
 /** How long the lease index outlives its lease (an extension arriving late still finds it). */
 const LEASE_INDEX_GRACE_MS = 60_000;
 
+/** One item's ARGV entries, in the order read_push_item (lua/includes/push-items.lua) reads them. */
 export function pushItemArguments(item: PushItem, partitionId: string): string[] {
   return [
     encode(item.partition),
@@ -40,7 +41,8 @@ export function pushItemArguments(item: PushItem, partitionId: string): string[]
   ];
 }
 
-export function ackArguments(ack: AckInput, partition: string): string[] {
+/** One ack's ARGV entries, in the order ack_many (lua/includes/ack-many.lua) reads them. */
+function ackArguments(ack: AckInput, partition: string): string[] {
   return [
     encode(partition),
     encode(ack.group),
@@ -51,7 +53,8 @@ export function ackArguments(ack: AckInput, partition: string): string[] {
   ];
 }
 
-export function crossSlotError(first: string, other: string): string {
+/** The refusal of a transaction whose queues live in different Redis Cluster slots. */
+function crossSlotError(first: string, other: string): string {
   return (
     `Transaction spans queues in different Redis Cluster slots ('${first}' and '${other}'): ` +
     'on Redis Cluster a transaction may only touch queues that share a slot group (BROKER_REDIS_SLOT_GROUP)'
@@ -62,7 +65,7 @@ export function crossSlotError(first: string, other: string): string {
  * How many pops per group a push can serve, per queue: one per partition it wrote a new
  * message to (a pop leases whole partitions, one consumer per partition and group).
  */
-export function pushCapacity(
+function pushCapacity(
   items: readonly PushItem[],
   results: readonly PushResult[],
 ): Map<string, number> {
