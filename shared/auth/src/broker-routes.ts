@@ -65,6 +65,8 @@ export const BROKER_ROUTE_TABLE: readonly RouteRule[] = [
   { level: 'read-only', methods: ['GET'], match: 'prefix', path: '/api/v1/messages' },
   { level: 'read-only', methods: ['GET'], match: 'prefix', path: '/api/v1/consumer-groups' },
   { level: 'read-only', methods: ['GET'], match: 'prefix', path: '/api/v1/dlq' },
+  // Herald's: a consumer group's lag, what an autoscaler reads (docs/broker-autoscaling.md).
+  { level: 'read-only', methods: ['GET'], match: 'exact', path: '/api/v1/lag' },
   { level: 'read-only', methods: ['GET'], match: 'prefix', path: '/api/v1/traces' },
   { level: 'read-only', match: 'exact', path: '/streams/v1/state/get' },
   // write-only: "POST /api/v1/push, and only that".
