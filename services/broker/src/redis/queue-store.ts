@@ -65,10 +65,7 @@ function crossSlotError(first: string, other: string): string {
  * How many pops per group a push can serve, per queue: one per partition it wrote a new
  * message to (a pop leases whole partitions, one consumer per partition and group).
  */
-function pushCapacity(
-  items: readonly PushItem[],
-  results: readonly PushResult[],
-): Map<string, number> {
+function pushCapacity(items: readonly PushItem[], results: readonly PushResult[]): Map<string, number> {
   const partitions = new Map<string, Set<string>>();
   items.forEach((item, index) => {
     if (results[index]?.status !== 'queued') return;
