@@ -1,5 +1,6 @@
 /* The clocks' timers: node code waits on its clock, so a test clock decides when a timer fires. */
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { test } from 'node:test';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { KeyClock, systemClock } from '../src/index.js';
@@ -35,11 +36,24 @@ test('a KeyClock timer already due fires on a later turn, not inside timer()', a
 });
 
 test('the system clock runs a timer by the machine time and cancels it', async () => {
-  let cancelledFired = false;
-  systemClock.timer(Date.now(), () => {
-    cancelledFired = true;
-  })();
-  await new Promise<void>((resolve) => systemClock.timer(Date.now() + 5, resolve));
-  await nextTurn();
-  assert.equal(cancelledFired, false);
+  // Its timers are unref'd: this interval keeps the test's event loop alive meanwhile.
+  const alive = setInterval(() => undefined, 1000);
+  try {
+    let cancelledFired = false;
+    systemClock.timer(Date.now(), () => {
+      cancelledFired = true;
+    })();
+    await new Promise<void>((resolve) => systemClock.timer(Date.now() + 5, resolve));
+    await nextTurn();
+    assert.equal(cancelledFired, false);
+  } finally {
+    clearInterval(alive);
+  }
+});
+
+test("a system-clock timer never keeps a process alive on its own (unref'd)", () => {
+  const script = `import { systemClock } from '@herald/redis';
+systemClock.timer(Date.now() + 60_000, () => process.exit(3));`;
+  const child = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8' });
+  assert.equal(child.status, 0, child.stderr);
 });
