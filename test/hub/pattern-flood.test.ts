@@ -3,9 +3,8 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
-import { MAX_PROGRAM_SIZE } from '@herald/auth';
+import { MAX_PROGRAM_SIZE, PATTERN_WORK_CHANNEL, type PatternWork } from '@herald/auth';
 import { stopTestRedis, testRedisEnvironment, uniquePrefix } from '@herald/testkit';
-import { PATTERN_WORK_CHANNEL, type PatternWork } from '../../shared/auth/src/matchers-re2.js';
 import {
   type HubProcess,
   publishOk,

@@ -101,6 +101,8 @@ export {
   MAX_NESTING_DEPTH,
   MAX_PROGRAM_SIZE,
   MAX_REPEAT_COUNT,
+  PATTERN_WORK_CHANNEL,
+  type PatternWork,
 } from './matchers-re2.js';
 export { canPublish, canReceive, type SubscriptionMatcher, selectPayload } from './mercure-access.js';
 export {
