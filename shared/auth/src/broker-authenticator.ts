@@ -10,6 +10,7 @@ import { AuthError } from './errors.js';
 import { JwksCache } from './jwks.js';
 import { importPublicKeyPem, importSecret, type VerificationKey } from './keys.js';
 import { type AuthLogger, silentLogger } from './logger.js';
+import { type RevocationCheck, revocableTokenOf } from './revocation.js';
 import type { TokenCacheOptions } from './token-cache.js';
 import { createTokenVerifier, type TokenVerifier } from './verify.js';
 
@@ -48,6 +49,11 @@ export interface BrokerAuthenticatorOptions {
   readonly logger?: AuthLogger | undefined;
   readonly now?: (() => number) | undefined;
   readonly cache?: TokenCacheOptions | false | undefined;
+  /**
+   * The node's deny list (docs/security.md, "Revocation"): asked after verification on every
+   * request, a verifier cache hit included, so a revocation applies to a token already cached.
+   */
+  readonly revocations?: RevocationCheck | undefined;
 }
 
 export interface BrokerAuthenticator {
@@ -218,6 +224,7 @@ export function createBrokerAuthenticator(
       const token = bearerToken(authorization);
       if (token === undefined) throw new AuthError('missing_token');
       const verified = await verifier.verify(token);
+      if (options.revocations?.isRevoked(revocableTokenOf(verified.payload))) throw new AuthError('revoked');
       const sub = verified.payload.sub;
       return {
         sub: typeof sub === 'string' && sub !== '' ? sub : undefined,

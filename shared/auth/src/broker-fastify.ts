@@ -13,6 +13,7 @@ import {
 import { type BrokerAuthConfig, validateBrokerAuthConfig } from './broker-settings.js';
 import { AuthError, type AuthFailureReason, isAuthError } from './errors.js';
 import type { AuthLogger } from './logger.js';
+import type { RevocationCheck } from './revocation.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -35,6 +36,8 @@ export interface BrokerAuthPluginOptions {
   /** Called with the reason of every refused request (`herald_broker_auth_failures_total`). */
   readonly onFailure?: ((reason: AuthFailureReason) => void) | undefined;
   readonly now?: (() => number) | undefined;
+  /** The node's deny list, handed to the authenticator (docs/security.md, "Revocation"). */
+  readonly revocations?: RevocationCheck | undefined;
 }
 
 /**
@@ -105,7 +108,11 @@ async function brokerAuth(fastify: FastifyInstance, options: BrokerAuthPluginOpt
   }
 
   const logger: AuthLogger = options.logger ?? fastify.log;
-  const authenticator = createBrokerAuthenticator(settings, { logger, now: options.now });
+  const authenticator = createBrokerAuthenticator(settings, {
+    logger,
+    now: options.now,
+    revocations: options.revocations,
+  });
   await authenticator.ready();
   fastify.addHook('onClose', async () => authenticator.close());
   const skipPaths = settings.JWT_SKIP_PATHS;

@@ -17,6 +17,7 @@ export type AuthFailureReason =
   | 'alg_key_mismatch'
   | 'bad_signature'
   | 'expired'
+  | 'revoked'
   | 'not_yet_valid'
   | 'issued_in_future'
   | 'issuer'
@@ -51,6 +52,8 @@ const DEFAULTS: Readonly<Record<AuthFailureReason, ReasonDefaults>> = {
   alg_key_mismatch: { status: 401, message: 'Token algorithm does not match the verification key' },
   bad_signature: { status: 401, message: 'Invalid token signature' },
   expired: { status: 401, message: 'Token has expired' },
+  // A deny-list entry covers it (revocation.ts; docs/security.md, "Revocation").
+  revoked: { status: 401, message: 'Token has been revoked' },
   not_yet_valid: { status: 401, message: 'Token not yet valid' },
   issued_in_future: { status: 401, message: 'Token issued in the future' },
   issuer: { status: 401, message: 'Invalid token issuer' },

@@ -145,6 +145,18 @@ export {
   resolveMercureRoleKeys,
 } from './mercure-settings.js';
 export {
+  DenyList,
+  InvalidRevocationError,
+  isExpiredRevocation,
+  MAX_REVOCATION_ID_LENGTH,
+  parseRevocationEntry,
+  type RevocableToken,
+  type RevocationCheck,
+  type RevocationEntry,
+  revocableTokenOf,
+  revocationId,
+} from './revocation.js';
+export {
   TOKEN_CACHE_DEFAULT_ENTRIES,
   TOKEN_CACHE_DEFAULT_TTL_MS,
   type TokenCacheOptions,

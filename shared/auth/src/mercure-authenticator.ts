@@ -19,6 +19,7 @@ import {
   type MercureRoleKeys,
   resolveMercureRoleKeys,
 } from './mercure-settings.js';
+import { type RevocationCheck, revocableTokenOf } from './revocation.js';
 import type { TokenCacheOptions } from './token-cache.js';
 import { createTokenVerifier, type KeyResolver, type TokenVerifier, type VerifiedToken } from './verify.js';
 
@@ -34,6 +35,10 @@ export interface MercureAuthResult {
   readonly expiresAt?: number | undefined;
   /** The token's `sub`, when a string (subscription event identifiers). */
   readonly subject?: string | undefined;
+  /** The token's `jti`, when a string: the hub closes streams opened with a revoked one. */
+  readonly tokenId?: string | undefined;
+  /** The token's `iat` in seconds, when a number: a `sub` revocation covers tokens issued before its time. */
+  readonly issuedAt?: number | undefined;
 }
 
 export interface MercureAuthenticatorOptions {
@@ -48,6 +53,11 @@ export interface MercureAuthenticatorOptions {
   readonly cache?: TokenCacheOptions | false | undefined;
   readonly jwksTimeoutMs?: number | undefined;
   readonly jwksMaxAgeMs?: number | undefined;
+  /**
+   * The node's deny list (docs/security.md, "Revocation"): asked after verification on every
+   * request, a verifier cache hit included, so a revocation applies to a token already cached.
+   */
+  readonly revocations?: RevocationCheck | undefined;
 }
 
 export interface MercureAuthenticator {
@@ -165,17 +175,20 @@ export function createMercureAuthenticator(
       if (!verifier)
         throw new AuthError('key_not_configured', 'No key is configured to verify this token', 401);
       const verified = await verifier.verify(extracted.token);
+      const revocable = revocableTokenOf(verified.payload);
+      if (options.revocations?.isRevoked(revocable)) throw new AuthError('revoked');
       let claims = claimsByToken.get(verified);
       if (!claims) {
         claims = parseMercureClaims(verified.payload, verified.header, { legacy, baseUrl });
         claimsByToken.set(verified, claims);
       }
-      const subject = verified.payload.sub;
       return {
         claims,
         source: extracted.source,
         expiresAt: verified.expiresAt,
-        subject: typeof subject === 'string' ? subject : undefined,
+        subject: revocable.sub,
+        tokenId: revocable.jti,
+        issuedAt: revocable.iat,
       };
     } catch (error) {
       if (isAuthError(error)) {

@@ -13,6 +13,7 @@ const STATUSES: readonly (readonly [AuthFailureReason, number])[] = [
   ['alg_key_mismatch', 401],
   ['bad_signature', 401],
   ['expired', 401],
+  ['revoked', 401],
   ['not_yet_valid', 401],
   ['issued_in_future', 401],
   ['issuer', 401],

@@ -10,6 +10,20 @@ export { hashTag, type Keyspace, keyspace } from './keys.js';
 export { asRedisUnavailable, isConnectionError, type LoggedError, loggableError } from './log-error.js';
 export { OutageLog, type OutageLogger, redisTarget } from './outage-log.js';
 export {
+  MAX_REVOCATIONS,
+  MemoryRevocationStore,
+  REVOCATION_POLL_INTERVAL_MS,
+  RedisRevocationStore,
+  type RedisRevocationStoreOptions,
+  type RevocationCodec,
+  RevocationLimitError,
+  type RevocationStore,
+  RevocationWatcher,
+  type RevocationWatcherLogger,
+  type RevocationWatcherOptions,
+  type StoredRevocation,
+} from './revocations.js';
+export {
   CLOCK_KEY_SUFFIX,
   isNoScript,
   type LoadScriptsOptions,
