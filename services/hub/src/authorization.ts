@@ -5,11 +5,13 @@ import {
   compileTopicSelector,
   createMercureAuthenticator,
   type MercureAuthenticator,
+  type RevocationCheck,
   selectPayload,
   type TopicSelector,
   transportFactsOf,
 } from '@herald/auth';
 import type { FastifyBaseLogger, FastifyRequest } from 'fastify';
+import { carriesAdminClaim } from './admin.js';
 import type { HubConfig } from './config.js';
 import type { Principal } from './principal.js';
 import { queryParameters } from './query.js';
@@ -29,12 +31,15 @@ export class HubAuthorization {
     private readonly config: HubConfig,
     logger: FastifyBaseLogger,
     onFailure: (reason: string) => void,
+    /** The node's deny list: a revoked token is refused like an invalid one (401). */
+    private readonly revocations: RevocationCheck,
   ) {
     this.baseUrl = config.MERCURE_PUBLIC_URL?.href;
     this.authenticator = createMercureAuthenticator(config, {
       ...(this.baseUrl ? { hubUrl: this.baseUrl } : {}),
       logger,
       onFailure,
+      revocations,
     });
   }
 
@@ -62,7 +67,24 @@ export class HubAuthorization {
       role,
     );
     if (!result.claims || !result.source) return undefined;
-    return { claims: result.claims, tokenSource: result.source, expiresAt: result.expiresAt };
+    return {
+      claims: result.claims,
+      tokenSource: result.source,
+      expiresAt: result.expiresAt,
+      tokenId: result.tokenId,
+      subject: result.subject,
+      issuedAt: result.issuedAt,
+      admin: carriesAdminClaim(result.payload),
+    };
+  }
+
+  /** Whether the deny list now covers this principal's token (an open stream's, checked on change). */
+  isRevoked(principal: Principal): boolean {
+    return this.revocations.isRevoked({
+      jti: principal.tokenId,
+      sub: principal.subject,
+      iat: principal.issuedAt,
+    });
   }
 
   mayPublish(principal: Principal, topics: readonly string[]): boolean {

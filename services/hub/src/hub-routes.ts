@@ -1,6 +1,7 @@
 import { installErrorHandler } from '@herald/http';
 import type { FastifyInstance } from 'fastify';
 import { handleSubscriptionsApi, SUBSCRIPTIONS_PATH } from './active-subscriptions.js';
+import { registerHubAdminRoutes } from './admin.js';
 import { bearerChallenge, bearerErrorOf } from './challenge.js';
 import { corsCredentials } from './config.js';
 import { registerCors } from './cors.js';
@@ -58,6 +59,12 @@ export function registerHubRoutes(app: FastifyInstance, hub: Hub): void {
       );
     }
   }
+  registerHubAdminRoutes(app, {
+    auth: hub.auth,
+    revocations: hub.revocations,
+    applyRevocations: () => hub.revocationWatcher.refresh(),
+    clock: hub.clock,
+  });
   if (config.MERCURE_DEV) registerDevUi(app);
   registerHome(app, { dev: config.MERCURE_DEV, subscriptions: config.MERCURE_SUBSCRIPTIONS });
 }

@@ -1,9 +1,22 @@
 import { EventEmitter } from 'node:events';
 import type { AddressInfo } from 'node:net';
+import { DenyList, parseRevocationEntry, type RevocationEntry, revocationId } from '@herald/auth';
 import { createServerKit, type Lifecycle, type ServerKit } from '@herald/http';
 import { uuidv7 } from '@herald/ids';
 import { createMetrics, type Metrics } from '@herald/metrics';
-import { type Clock, redisTopologyFrom, settleWithin, systemClock } from '@herald/redis';
+import {
+  type Clock,
+  closeRedis,
+  createRedis,
+  MemoryRevocationStore,
+  type RedisClient,
+  RedisRevocationStore,
+  type RevocationStore,
+  RevocationWatcher,
+  redisTopologyFrom,
+  settleWithin,
+  systemClock,
+} from '@herald/redis';
 import type { FastifyInstance, FastifyServerOptions } from 'fastify';
 import { subscriptionEvent, subscriptionRecords } from './active-subscriptions.js';
 import { HubAuthorization } from './authorization.js';
@@ -44,6 +57,8 @@ export interface HubOptions {
 
 /** Bound on publishing the subscription announcements still in flight at stop. */
 const ANNOUNCEMENTS_STOP_TIMEOUT = 2000;
+/** Reply deadline of the deny list's reads and writes when REDIS_COMMAND_TIMEOUT is not set. */
+const REVOCATIONS_COMMAND_TIMEOUT = 2000;
 
 /** One hub node: the local subscribers, the backend, and the decisions between them. */
 export class Hub implements SubscriberRegistry {
@@ -56,6 +71,11 @@ export class Hub implements SubscriberRegistry {
   /** The hub's URL and what derives from it; from configuration only, never from a request. */
   readonly identity: HubIdentity;
   readonly clock: Clock;
+  /** The token deny list: this node's copy, where it is stored, what keeps the copy fresh. */
+  readonly denyList: DenyList;
+  readonly revocations: RevocationStore<RevocationEntry>;
+  readonly revocationWatcher: RevocationWatcher<RevocationEntry>;
+  private readonly revocationsRedis: RedisClient | undefined;
   /** Cancels the next heartbeat round. */
   private heartbeatTimer: (() => void) | undefined;
   private stopped = false;
@@ -77,10 +97,40 @@ export class Hub implements SubscriberRegistry {
       fanoutMessagesReceived: () => this.transport.fanoutMessagesReceived,
     });
     this.identity = new HubIdentity(config.MERCURE_PUBLIC_URL);
-    this.auth = new HubAuthorization(config, app.log, (reason) => this.metrics.authFailures.inc({ reason }));
+    this.denyList = new DenyList(() => clock.now());
+    this.auth = new HubAuthorization(
+      config,
+      app.log,
+      (reason) => this.metrics.authFailures.inc({ reason }),
+      this.denyList,
+    );
     const log = (level: 'info' | 'warn' | 'error', message: string, details?: object) =>
       app.log[level](details ?? {}, message);
     const redis = redisTopologyFrom(config);
+    // Its own connection: the transport's are its own, and a deny-list read must not queue
+    // behind a history read.
+    this.revocationsRedis = redis
+      ? createRedis({
+          topology: redis,
+          connectionName: 'herald-hub-revocations',
+          commandTimeout: config.REDIS_COMMAND_TIMEOUT ?? REVOCATIONS_COMMAND_TIMEOUT,
+        })
+      : undefined;
+    this.revocations = this.revocationsRedis
+      ? new RedisRevocationStore({
+          redis: this.revocationsRedis,
+          prefix: config.MERCURE_REDIS_PREFIX,
+          clock,
+          codec: { idOf: revocationId, parse: parseRevocationEntry },
+        })
+      : new MemoryRevocationStore<RevocationEntry>(clock, { idOf: revocationId });
+    this.revocationWatcher = new RevocationWatcher({
+      store: this.revocations,
+      denyList: this.denyList,
+      clock,
+      log: app.log,
+      onAdded: () => this.closeRevokedStreams(),
+    });
     this.transport = redis
       ? new RedisTransport({
           topology: redis,
@@ -128,6 +178,9 @@ export class Hub implements SubscriberRegistry {
       this.app.log.info({ prefix: this.config.MERCURE_REDIS_PREFIX }, 'using the Redis backend');
     }
     this.transport.onOrphanedSubscriptions((records) => this.track(this.announceOrphans(records)));
+    // Before the transport: no stream is served before the node knows the deny list (a Redis
+    // away at boot fails the read within the command deadline; the watcher retries each poll).
+    await this.revocationWatcher.start();
     await this.transport.start((update) => this.dispatch(update));
     const heartbeat = this.config.MERCURE_HEARTBEAT;
     if (heartbeat > 0) this.scheduleHeartbeats(heartbeat, Math.max(50, heartbeat / 4));
@@ -140,6 +193,18 @@ export class Hub implements SubscriberRegistry {
       this.sendHeartbeats(interval);
       this.scheduleHeartbeats(interval, every);
     });
+  }
+
+  /**
+   * Closes every local stream whose token the deny list now covers (issue #24 item 3: the hub
+   * closes streams opened with a revoked token). Runs when the watcher finds new entries; one
+   * pass over this node's subscribers, two map lookups each.
+   */
+  private closeRevokedStreams(): void {
+    for (const subscriber of [...this.index.all()]) {
+      const { principal } = subscriber;
+      if (principal && this.auth.isRevoked(principal)) subscriber.close('revoked');
+    }
   }
 
   /** The transport's listener: every update, once, in order. */
@@ -207,6 +272,9 @@ export class Hub implements SubscriberRegistry {
 
     const expiresAt = options.principal?.expiresAt;
     if (expiresAt !== undefined) subscriber.closeAt(expiresAt, 'token_expired');
+    // Revoked between its authentication and now (the watcher's pass may have run in between).
+    if (options.principal && this.auth.isRevoked(options.principal))
+      subscriber.closeAt(this.clock.now(), 'revoked');
     if (config.MERCURE_WRITE_TIMEOUT > 0) {
       // 80-100 % of the maximum, so connections opened together do not all reconnect together.
       const lifetime = config.MERCURE_WRITE_TIMEOUT * (0.8 + 0.2 * Math.random());
@@ -223,6 +291,9 @@ export class Hub implements SubscriberRegistry {
     if (reason === 'queue_full' || reason === 'dispatch_timeout') {
       this.metrics.slowSubscriberDisconnects.inc({ reason });
       this.app.log.info({ subscriber: subscriber.iri, reason }, 'slow subscriber disconnected');
+    }
+    if (reason === 'revoked') {
+      this.app.log.info({ subscriber: subscriber.iri, reason }, 'stream closed: its token was revoked');
     }
     if (this.config.MERCURE_SUBSCRIPTIONS) this.track(this.announceSubscriber(subscriber, false));
     this.events.emit('subscriber-closed', { iri: subscriber.iri, reason });
@@ -304,6 +375,8 @@ export class Hub implements SubscriberRegistry {
   async stop(): Promise<void> {
     this.stopped = true;
     this.heartbeatTimer?.();
+    await this.revocationWatcher.stop();
+    if (this.revocationsRedis) await closeRedis(this.revocationsRedis);
     // Bounded: with Redis unreachable these would wait in the offline queue forever.
     await settleWithin(Promise.allSettled([...this.pendingAnnouncements]), ANNOUNCEMENTS_STOP_TIMEOUT);
     await this.transport.stop();

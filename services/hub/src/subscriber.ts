@@ -15,7 +15,9 @@ export type CloseReason =
   | 'lifetime'
   | 'drain'
   | 'shutdown'
-  | 'replay_failed';
+  | 'replay_failed'
+  /** A revocation now covers the token the stream was opened with (docs/security.md, "Revocation"). */
+  | 'revoked';
 
 export interface SubscriberLimits {
   readonly maxQueueBytes: number;

@@ -154,6 +154,7 @@ export {
   type RevocationCheck,
   type RevocationEntry,
   revocableTokenOf,
+  revocationFromRequest,
   revocationId,
 } from './revocation.js';
 export {

@@ -39,6 +39,8 @@ export interface MercureAuthResult {
   readonly tokenId?: string | undefined;
   /** The token's `iat` in seconds, when a number: a `sub` revocation covers tokens issued before its time. */
   readonly issuedAt?: number | undefined;
+  /** The verified payload, for claims outside the Mercure grammar (the hub's `herald.admin`). */
+  readonly payload?: Readonly<Record<string, unknown>> | undefined;
 }
 
 export interface MercureAuthenticatorOptions {
@@ -189,6 +191,7 @@ export function createMercureAuthenticator(
         subject: revocable.sub,
         tokenId: revocable.jti,
         issuedAt: revocable.iat,
+        payload: verified.payload,
       };
     } catch (error) {
       if (isAuthError(error)) {

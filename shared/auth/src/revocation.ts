@@ -157,6 +157,76 @@ export class DenyList implements RevocationCheck {
   }
 }
 
+const REQUEST_FIELDS = new Set(['kind', 'jti', 'sub', 'before', 'token', 'expiresAt']);
+
+/**
+ * The entry an admin request asks for (docs/contracts.md, "Revocation routes"), the one grammar
+ * of both services' POST: `{ jti, expiresAt? }`, `{ sub, before?, expiresAt? }` (`before`
+ * defaults to `now`), or `{ token }`, a raw JWT decoded WITHOUT verification (it is the token
+ * to refuse, not a credential) for its `jti` and `exp`. Times are ms since the epoch; `kind`
+ * may be given (an entry read from GET posts back as is) and must then fit. Throws
+ * InvalidRevocationError naming the field.
+ */
+export function revocationFromRequest(
+  body: unknown,
+  now: number,
+  maxTokenLength = 64 * 1024,
+): RevocationEntry {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) {
+    throw new InvalidRevocationError(
+      'the body must be a JSON object: { jti }, { sub, before? } or { token }',
+    );
+  }
+  const fields = body as Record<string, unknown>;
+  for (const field of Object.keys(fields)) {
+    if (!REQUEST_FIELDS.has(field)) throw new InvalidRevocationError(`unknown field "${field.slice(0, 64)}"`);
+  }
+  const given = ['jti', 'sub', 'token'].filter((field) => fields[field] !== undefined);
+  if (given.length !== 1) throw new InvalidRevocationError('give exactly one of jti, sub or token');
+  const optional = fields.expiresAt === undefined ? {} : { expiresAt: fields.expiresAt };
+  let entry: unknown;
+  if (fields.token !== undefined) {
+    if (fields.before !== undefined) throw new InvalidRevocationError('before applies to sub only');
+    const claims = unverifiedClaims(fields.token, maxTokenLength);
+    if (typeof claims.jti !== 'string' || claims.jti === '') {
+      throw new InvalidRevocationError('the token has no jti claim: revoke it by sub instead');
+    }
+    const expiresAt = typeof claims.exp === 'number' ? Math.ceil(claims.exp) * 1000 : undefined;
+    entry = { kind: 'jti', jti: claims.jti, ...(expiresAt === undefined ? {} : { expiresAt }), ...optional };
+  } else if (fields.jti !== undefined) {
+    if (fields.before !== undefined) throw new InvalidRevocationError('before applies to sub only');
+    entry = { kind: 'jti', jti: fields.jti, ...optional };
+  } else {
+    entry = { kind: 'sub', sub: fields.sub, before: fields.before ?? now, ...optional };
+  }
+  const parsed = parseRevocationEntry(entry);
+  if (fields.kind !== undefined && fields.kind !== parsed.kind) {
+    throw new InvalidRevocationError(
+      `kind "${String(fields.kind).slice(0, 16)}" does not fit the fields given`,
+    );
+  }
+  return parsed;
+}
+
+/** The payload of a compact JWT, signature unchecked; InvalidRevocationError when it is not one. */
+function unverifiedClaims(token: unknown, maxLength: number): Record<string, unknown> {
+  if (typeof token !== 'string' || token === '')
+    throw new InvalidRevocationError('token must be a non-empty string');
+  if (token.length > maxLength) throw new InvalidRevocationError(`token exceeds ${maxLength} characters`);
+  const parts = token.split('.');
+  let payload: unknown;
+  try {
+    payload =
+      parts.length === 3 ? JSON.parse(Buffer.from(parts[1] ?? '', 'base64url').toString('utf8')) : undefined;
+  } catch {
+    payload = undefined;
+  }
+  if (typeof payload !== 'object' || payload === null || Array.isArray(payload)) {
+    throw new InvalidRevocationError('token is not a compact JWT with a JSON payload');
+  }
+  return payload as Record<string, unknown>;
+}
+
 /** `jti`, `sub` and `iat` of a verified payload, each only when it has the JWT's type. */
 export function revocableTokenOf(payload: Readonly<Record<string, unknown>>): RevocableToken {
   const { jti, sub, iat } = payload;

@@ -10,6 +10,7 @@ import {
   parseRevocationEntry,
   type RevocableToken,
   type RevocationEntry,
+  revocationFromRequest,
   revocationId,
 } from '../src/revocation.js';
 
@@ -115,4 +116,46 @@ describe('DenyList', () => {
     assert.equal(list.size, 2);
     assert.equal(list.isRevoked({ jti: 'revoked-token' }), false);
   });
+});
+
+describe('revocation requests', () => {
+  const NOW = BEFORE + 123;
+  const unsigned = (claims: Record<string, unknown>) =>
+    `${Buffer.from('{"alg":"HS256"}').toString('base64url')}.${Buffer.from(JSON.stringify(claims)).toString('base64url')}.sig`;
+
+  // [body, entry]
+  // biome-ignore format: a table, one case per line
+  const accepted: readonly (readonly [unknown, RevocationEntry])[] = [
+    [{ jti: 'a' }, { kind: 'jti', jti: 'a' }],
+    [{ jti: 'a', expiresAt: NOW + 5 }, { kind: 'jti', jti: 'a', expiresAt: NOW + 5 }],
+    [{ sub: 'alice' }, { kind: 'sub', sub: 'alice', before: NOW }], // before defaults to now
+    [{ kind: 'sub', sub: 'alice', before: 7, expiresAt: 9 }, { kind: 'sub', sub: 'alice', before: 7, expiresAt: 9 }],
+    [{ token: unsigned({ jti: 'from-token', exp: 1_900_000_000 }) }, { kind: 'jti', jti: 'from-token', expiresAt: 1_900_000_000_000 }],
+    [{ token: unsigned({ jti: 'no-exp' }) }, { kind: 'jti', jti: 'no-exp' }], // stays until deleted
+    [{ token: unsigned({ jti: 't', exp: 5 }), expiresAt: 10 }, { kind: 'jti', jti: 't', expiresAt: 10 }],
+  ];
+  for (const [body, entry] of accepted) {
+    it(`reads ${JSON.stringify(body).slice(0, 70)}`, () => {
+      assert.deepEqual(revocationFromRequest(body, NOW), entry);
+    });
+  }
+
+  // [body, message]
+  // biome-ignore format: a table, one case per line
+  const refused: readonly (readonly [unknown, RegExp])[] = [
+    ['jti', /JSON object/],
+    [{}, /exactly one of jti, sub or token/],
+    [{ jti: 'a', token: 'b' }, /exactly one of jti, sub or token/],
+    [{ jti: 'a', before: 1 }, /before applies to sub only/],
+    [{ kind: 'sub', jti: 'a' }, /kind "sub" does not fit/],
+    [{ jti: 'a', extra: 1 }, /unknown field "extra"/],
+    [{ token: unsigned({ sub: 'x' }) }, /no jti claim/],
+    [{ token: 'a.b' }, /not a compact JWT/],
+    [{ token: 'x'.repeat(70_000) }, /token exceeds/],
+  ];
+  for (const [body, message] of refused) {
+    it(`refuses ${JSON.stringify(body).slice(0, 70)}`, () => {
+      assert.throws(() => revocationFromRequest(body, NOW), message);
+    });
+  }
 });
