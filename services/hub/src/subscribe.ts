@@ -276,6 +276,10 @@ function refuse(
       headers['content-type'] = contentType;
       return raw;
     },
+    header(name, value) {
+      headers[name] = value;
+      return raw;
+    },
     send(payload) {
       response.writeHead(status, headers);
       response.end(payload);

@@ -18,6 +18,11 @@ export interface HeraldErrorOptions {
    * maintenance notice); otherwise the client reads the status's standard text.
    */
   readonly expose?: boolean;
+  /**
+   * When retrying may succeed (ms from now): the answer carries `Retry-After` in whole seconds,
+   * rounded up, at least 1 (RFC 9110, section 10.2.3). For a 429 over a limit, a 503 that ends.
+   */
+  readonly retryAfterMs?: number;
 }
 
 /**
@@ -29,6 +34,8 @@ export interface HeraldErrorOptions {
 export class HeraldError extends Error {
   override readonly name: string = 'HeraldError';
   readonly expose: boolean;
+  /** See HeraldErrorOptions.retryAfterMs. */
+  readonly retryAfterMs: number | undefined;
 
   constructor(
     readonly code: HeraldErrorCode,
@@ -42,11 +49,18 @@ export class HeraldError extends Error {
       throw new TypeError(`error ${code}: status ${statusCode} is not an HTTP error status`);
     }
     this.expose = options.expose ?? statusCode < 500;
+    this.retryAfterMs = options.retryAfterMs;
   }
 }
 
 export function isHeraldError(error: unknown): error is HeraldError {
   return error instanceof HeraldError;
+}
+
+/** The `Retry-After` value (whole seconds, at least 1) of an error that says when to retry, else undefined. */
+export function retryAfterSeconds(error: unknown): number | undefined {
+  if (!(error instanceof HeraldError) || error.retryAfterMs === undefined) return undefined;
+  return Math.max(1, Math.ceil(error.retryAfterMs / 1000));
 }
 
 /** The status a request failing with `error` answers: its own for a HeraldError, else 500. */

@@ -11,6 +11,8 @@ describe('sendError on a fastify reply', () => {
     app = Fastify({ logger: false });
     const failures: Record<string, unknown> = {
       full: new HeraldError('HERALD_BROKER_QUEUE_FULL', 429, "Queue 'q' is full"),
+      limited: new HeraldError('HERALD_BROKER_LIMIT', 429, 'over the limit', { retryAfterMs: 1200 }),
+      soon: new HeraldError('HERALD_BROKER_LIMIT', 429, 'over the limit', { retryAfterMs: 3 }),
       unavailable: new HeraldError('HERALD_REDIS_UNAVAILABLE', 503, INTERNAL),
       raw: new Error(INTERNAL),
     };
@@ -42,6 +44,14 @@ describe('sendError on a fastify reply', () => {
       assert.ok(!reply.body.includes('10.0.0.7'), 'internal text reached the client');
     });
   }
+
+  it('an error that says when to retry sets Retry-After in whole seconds, rounded up, at least 1', async () => {
+    const limited = await app.inject({ method: 'GET', url: '/json/limited' });
+    assert.equal(limited.statusCode, 429);
+    assert.equal(limited.headers['retry-after'], '2');
+    assert.equal((await app.inject({ method: 'GET', url: '/text/soon' })).headers['retry-after'], '1');
+    assert.equal((await app.inject({ method: 'GET', url: '/json/full' })).headers['retry-after'], undefined);
+  });
 
   it('plain text is labelled as such', async () => {
     const reply = await app.inject({ method: 'GET', url: '/text/full' });
