@@ -1,8 +1,18 @@
 import type { AddressInfo } from 'node:net';
+import { DenyList, parseRevocationEntry, type RevocationEntry, revocationId } from '@herald/auth';
 import { ConfigError } from '@herald/config';
 import { createServerKit } from '@herald/http';
 import { createMetrics } from '@herald/metrics';
-import { type Clock, redisTopologyFrom, systemClock } from '@herald/redis';
+import {
+  type Clock,
+  closeRedis,
+  createRedis,
+  RedisRevocationStore,
+  type RedisTopology,
+  RevocationWatcher,
+  redisTopologyFrom,
+  systemClock,
+} from '@herald/redis';
 import type { FastifyInstance, FastifyServerOptions, RouteOptions } from 'fastify';
 import { brokerAuthPlugin, requireDeclaredAccess } from './auth.js';
 import type { BrokerConfig } from './config.js';
@@ -16,6 +26,7 @@ import { registerConsoleRoutes } from './routes/console.js';
 import { registerConsumerGroupRoutes } from './routes/consumer-groups.js';
 import { registerDataPlaneRoutes } from './routes/data-plane.js';
 import { registerResourceRoutes } from './routes/resources.js';
+import { registerRevocationRoutes } from './routes/revocations.js';
 import { registerStatusRoutes } from './routes/status.js';
 import { registerStreamsRoutes } from './routes/streams.js';
 import { registerTraceRoutes } from './routes/traces.js';
@@ -38,6 +49,8 @@ export interface Broker {
   readonly address: AddressInfo;
   readonly url: string;
   readonly storage: BrokerStorage;
+  /** Keeps this node's token deny list equal to the stored one (docs/security.md, "Revocation"). */
+  readonly revocations: RevocationWatcher<RevocationEntry>;
   /** Graceful stop: parked pops answer, in-flight requests finish, connections close. */
   close(): Promise<void>;
 }
@@ -61,6 +74,9 @@ export interface StartOptions {
    */
   readonly clock?: Clock;
 }
+
+/** Reply deadline of the deny list's reads and writes when REDIS_COMMAND_TIMEOUT is not set. */
+const REVOCATIONS_COMMAND_TIMEOUT = 2000;
 
 /** Starts one broker node: storage, maintenance, HTTP listener. */
 export async function startBroker(config: BrokerConfig, options: StartOptions = {}): Promise<Broker> {
@@ -96,7 +112,10 @@ export async function startBroker(config: BrokerConfig, options: StartOptions = 
     },
   });
   const { app, lifecycle } = kit;
+  // Where the storage's Redis is: the configured one, or the embedded engine's socket.
+  let storageTopology: RedisTopology;
   if (redisTopology) {
+    storageTopology = redisTopology;
     storage = new RedisStorage({
       topology: redisTopology,
       prefix: config.BROKER_KEY_PREFIX,
@@ -114,18 +133,36 @@ export async function startBroker(config: BrokerConfig, options: StartOptions = 
       ...(options.clock ? { clock: options.clock, scripts: loadBrokerScripts({ clock: 'key' }) } : {}),
     });
   } else {
-    storage = await startEmbeddedStorage({
+    const embedded = await startEmbeddedStorage({
       prefix: config.BROKER_KEY_PREFIX,
       commandDuration: metrics.redisCommandDuration,
       log: app.log,
       ...(options.clock ? { clock: options.clock } : {}),
     });
+    storage = embedded;
+    storageTopology = embedded.topology;
     app.log.warn(
       'No Redis is configured (REDIS_URL, REDIS_SENTINELS, REDIS_CLUSTER_NODES): using the in-process backend (one node; messages do not survive a restart)',
     );
   }
   const activeStorage = storage;
   const clock = options.clock ?? systemClock;
+  // The token deny list, next to the queues (the embedded engine answers its commands too) on a
+  // connection of its own, so a read never queues behind a long poll's.
+  const revocationsRedis = createRedis({
+    topology: storageTopology,
+    connectionName: 'herald-broker-revocations',
+    commandTimeout: config.REDIS_COMMAND_TIMEOUT ?? REVOCATIONS_COMMAND_TIMEOUT,
+  });
+  const revocationStore = new RedisRevocationStore({
+    redis: revocationsRedis,
+    prefix: config.BROKER_KEY_PREFIX,
+    clock,
+    codec: { idOf: revocationId, parse: parseRevocationEntry },
+  });
+  const denyList = new DenyList(() => clock.now());
+  const revocations = new RevocationWatcher({ store: revocationStore, denyList, clock, log: app.log });
+  await revocations.start();
   const longPoll = new LongPoll(activeStorage.availability, clock, (parked) =>
     brokerMetrics.parkedLongPolls.set(parked),
   );
@@ -170,6 +207,7 @@ export async function startBroker(config: BrokerConfig, options: StartOptions = 
   await app.register(brokerAuthPlugin, {
     settings: config,
     onFailure: (reason) => brokerMetrics.authFailures.inc({ reason }),
+    revocations: denyList,
   });
   registerConventions(app);
   registerDataPlaneRoutes(app, context);
@@ -178,6 +216,11 @@ export async function startBroker(config: BrokerConfig, options: StartOptions = 
   registerTraceRoutes(app, context);
   registerStreamsRoutes(app, context, streamsMetrics);
   registerStatusRoutes(app, context, maintenance);
+  registerRevocationRoutes(app, {
+    store: revocationStore,
+    applyRevocations: () => revocations.refresh(),
+    clock,
+  });
   registerConsoleRoutes(app, options.consoleRoot);
 
   lifecycle.addReadinessCheck('storage', () => activeStorage.ready());
@@ -187,6 +230,8 @@ export async function startBroker(config: BrokerConfig, options: StartOptions = 
   app.addHook('onClose', async () => {
     longPoll.close();
     await maintenance.close();
+    await revocations.stop();
+    await closeRedis(revocationsRedis);
     await activeStorage.close();
   });
 
@@ -199,6 +244,7 @@ export async function startBroker(config: BrokerConfig, options: StartOptions = 
     address,
     url: `${scheme}://${host === '0.0.0.0' || host === '[::]' ? '127.0.0.1' : host}:${address.port}`,
     storage: activeStorage,
+    revocations,
     close: () => kit.shutdown('close'),
   };
 }

@@ -273,6 +273,11 @@ export class RevocationWatcher<Entry extends StoredRevocation> {
     return this.running;
   }
 
+  /** Resolves once the read under way, if any, has been applied (a test waits on a poll it caused). */
+  async settled(): Promise<void> {
+    await this.running;
+  }
+
   async stop(): Promise<void> {
     this.stopped = true;
     this.cancelTimer?.();
