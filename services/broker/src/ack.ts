@@ -48,6 +48,7 @@ export function parseBatchAckBody(body: unknown): AckInput[] {
 export async function ack(context: BrokerContext, acks: AckInput[]): Promise<AckResult[]> {
   if (acks.length === 0) return [];
   const results = await context.storage.queues.ack(acks);
+  await context.limits.acknowledged(acks, results);
   // One counter update per (queue, status), not per ack: label lookups showed in the profile.
   const counts = new Map<string, { queue: string; status: AckStatus; count: number }>();
   results.forEach((result, index) => {

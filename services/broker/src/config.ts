@@ -47,6 +47,16 @@ export const brokerSpec = {
    */
   BROKER_BODY_LIMIT_BYTES: integer({ default: 256 * 1024 * 1024, min: 1024, max: 536_870_888 }),
   BROKER_MAX_PAYLOAD_BYTES: integer({ default: 256 * 1024 * 1024, min: 1, max: 536_870_888 }),
+  /**
+   * Limits per tenant (docs/broker-api.md, "Limits per tenant"), enforced cluster-wide in Redis;
+   * unset: off for every tenant without an override (the admin route sets those). The tenant is
+   * the token's `sub` or the queue's namespace.
+   */
+  BROKER_LIMIT_TENANT: enumOf(['sub', 'namespace'] as const, { default: 'sub' }),
+  /** Messages a tenant may push per second (bursts up to one second's worth). */
+  BROKER_LIMIT_PUSH_RATE: integer({ min: 0, max: 1_000_000_000 }),
+  /** Messages a tenant may hold leased and unacknowledged at once. */
+  BROKER_LIMIT_IN_FLIGHT: integer({ min: 0, max: 1_000_000_000 }),
   /** Queues with their own `queue` label in /metrics; the rest share `queue="__other__"`. */
   BROKER_METRICS_MAX_QUEUES: integer({ default: 1000, min: 0, max: 100_000 }),
   /**

@@ -4,6 +4,7 @@ import type { PayloadEncryption } from './encryption.js';
 import type { LongPoll } from './long-poll.js';
 import type { BrokerMetrics } from './metrics.js';
 import type { BrokerStorage } from './storage.js';
+import type { BrokerLimits } from './tenant-limits.js';
 
 /** What the domain modules (push, pop, ack, lease, transaction) work with. */
 export interface BrokerContext {
@@ -17,6 +18,8 @@ export interface BrokerContext {
   readonly encryption: PayloadEncryption;
   readonly defaultBatchSize: number;
   readonly defaultTimeout: number;
+  /** Per-tenant push rate and in-flight budgets (tenant-limits.ts). */
+  readonly limits: BrokerLimits;
   /** BROKER_MAX_PAYLOAD_BYTES: the largest serialized payload one push item may carry. */
   readonly maxPayloadBytes: number;
 }

@@ -20,5 +20,7 @@ export async function extendLease(
   seconds: number,
 ): Promise<LeaseExtension> {
   if (leaseId === '' || leaseId.length > LIMITS.maxNameLength) throw invalidRequest('leaseId is invalid');
-  return context.storage.queues.extendLease(leaseId, seconds);
+  const extension = await context.storage.queues.extendLease(leaseId, seconds);
+  await context.limits.extended(extension);
+  return extension;
 }

@@ -30,11 +30,11 @@ import { registerRevocationRoutes } from './routes/revocations.js';
 import { registerStatusRoutes } from './routes/status.js';
 import { registerStreamsRoutes } from './routes/streams.js';
 import { registerTraceRoutes } from './routes/traces.js';
-import { loadBrokerScripts } from './scripts.js';
 import type { BrokerStorage } from './storage.js';
 import { startEmbeddedStorage } from './storage-embedded.js';
 import { RedisStorage } from './storage-redis.js';
 import { createStreamsMetrics } from './streams/metrics.js';
+import { BrokerLimits } from './tenant-limits.js';
 import { LIMITS } from './validation.js';
 
 export { authConfigProblem, classifyBrokerRoute } from './auth.js';
@@ -112,6 +112,10 @@ export async function startBroker(config: BrokerConfig, options: StartOptions = 
     },
   });
   const { app, lifecycle } = kit;
+  const limits = {
+    ...(config.BROKER_LIMIT_PUSH_RATE !== undefined ? { push: config.BROKER_LIMIT_PUSH_RATE } : {}),
+    ...(config.BROKER_LIMIT_IN_FLIGHT !== undefined ? { inflight: config.BROKER_LIMIT_IN_FLIGHT } : {}),
+  };
   // Where the storage's Redis is: the configured one, or the embedded engine's socket.
   let storageTopology: RedisTopology;
   if (redisTopology) {
@@ -130,13 +134,15 @@ export async function startBroker(config: BrokerConfig, options: StartOptions = 
         ? { commandTimeoutMs: config.REDIS_COMMAND_TIMEOUT }
         : {}),
       log: app.log,
-      ...(options.clock ? { clock: options.clock, scripts: loadBrokerScripts({ clock: 'key' }) } : {}),
+      limits,
+      ...(options.clock ? { clock: options.clock, scriptClock: 'key' as const } : {}),
     });
   } else {
     const embedded = await startEmbeddedStorage({
       prefix: config.BROKER_KEY_PREFIX,
       commandDuration: metrics.redisCommandDuration,
       log: app.log,
+      limits,
       ...(options.clock ? { clock: options.clock } : {}),
     });
     storage = embedded;
@@ -146,6 +152,8 @@ export async function startBroker(config: BrokerConfig, options: StartOptions = 
     );
   }
   const activeStorage = storage;
+  // Not awaited (Redis may be away at boot): the overrides are read on the next rounds.
+  activeStorage.limits.start().catch(() => undefined);
   const clock = options.clock ?? systemClock;
   // The token deny list, next to the queues (the embedded engine answers its commands too) on a
   // connection of its own, so a read never queues behind a long poll's.
@@ -177,6 +185,7 @@ export async function startBroker(config: BrokerConfig, options: StartOptions = 
       new PayloadCipher(config.QUEEN_ENCRYPTION_KEY, config.QUEEN_ENCRYPTION_OLD_KEYS),
       app.log,
     ),
+    limits: new BrokerLimits(activeStorage.limits, config.BROKER_LIMIT_TENANT, brokerMetrics.limitRefusals),
     defaultBatchSize: config.DEFAULT_BATCH_SIZE,
     defaultTimeout: config.DEFAULT_TIMEOUT,
     maxPayloadBytes: config.BROKER_MAX_PAYLOAD_BYTES,

@@ -21,6 +21,8 @@ export interface BrokerMetrics {
   readonly leaseExpiries: QueueCounter<'queue'>;
   readonly parkedLongPolls: Gauge;
   readonly authFailures: Counter<'reason'>;
+  /** Requests refused over a tenant's limit (`push`, `inflight`); `service="broker"` by default label. */
+  readonly limitRefusals: Counter<'kind'>;
   /** Drops a deleted queue's series and frees its label for another queue. */
   forgetQueue(queue: string): void;
 }
@@ -234,6 +236,16 @@ export function createBrokerMetrics(
       }),
       'reason',
       AUTH_FAILURE_REASONS,
+    ),
+    limitRefusals: withZeroSeries(
+      new Counter({
+        name: 'herald_limit_refusals_total',
+        help: 'Requests refused because a tenant was over its limit, by kind of limit.',
+        labelNames: ['kind'],
+        registers,
+      }),
+      'kind',
+      ['push', 'inflight'],
     ),
     forgetQueue(queue) {
       // `__other__` is never forgotten: it may count other live queues too.

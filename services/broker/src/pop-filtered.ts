@@ -99,7 +99,13 @@ export async function popFiltered(
     const queues = await matchingQueues(context, filter);
     let nextReadyAt = 0;
     for (const queue of queues) {
-      const attempt = await popOnce(context, { ...options.request, queue }, options.autoAck, signal);
+      const attempt = await popOnce(
+        context,
+        { ...options.request, queue },
+        options.autoAck,
+        signal,
+        options.sub,
+      );
       if (attempt.result || attempt.paused) return attempt.result;
       if (attempt.nextReadyAt > 0) {
         nextReadyAt = nextReadyAt === 0 ? attempt.nextReadyAt : Math.min(nextReadyAt, attempt.nextReadyAt);

@@ -8,6 +8,8 @@ export interface PopOptions {
   readonly wait: boolean;
   readonly timeout: number;
   readonly autoAck: boolean;
+  /** The token's `sub` (the in-flight budget's tenant in `sub` mode); set by the route. */
+  readonly sub?: string | undefined;
 }
 
 /** Query parameters of `GET /api/v1/pop/queue/:queue[/partition/:partition]` (Queen's names). */
@@ -75,29 +77,54 @@ export interface PopAttempt {
 /**
  * One pop without waiting: leases, then (client still there) acks when `autoAck`, and counts.
  * A pop whose client disconnected gives its leases back (docs/broker-api.md: it must not lease anything).
+ * Under an in-flight limit, the pop first reserves slots for its batch (a smaller batch when
+ * fewer are free, a 429 when none is) and settles them with what it leased.
  */
 export async function popOnce(
   context: BrokerContext,
   request: PopRequest,
   autoAck: boolean,
   signal: AbortSignal,
+  sub?: string,
 ): Promise<PopAttempt> {
   const { storage } = context;
   if ((await storage.flags.get()).popMaintenanceMode)
     return { result: undefined, nextReadyAt: 0, paused: true };
   const leased = { ...request, leaseId: newId() };
-  const stored = await storage.queues.pop(leased);
-  if (count(stored) === 0) return { result: undefined, nextReadyAt: stored.nextReadyAt };
+  const reservation = await context.limits.reserve(sub, leased);
+  if (reservation) leased.batch = reservation.granted;
+  /** Settles the reservation; a failure is logged: the reservation then ends on its own (RESERVATION_MS). */
+  const settle = async (stored: PopResult, held: boolean) => {
+    if (!reservation) return;
+    try {
+      await context.limits.settle(reservation, leased, stored, held);
+    } catch (error) {
+      context.log.warn({ err: error }, 'could not settle an in-flight reservation; it expires on its own');
+    }
+  };
+  let stored: PopResult;
+  try {
+    stored = await storage.queues.pop(leased);
+  } catch (error) {
+    await settle({ partitions: [], nextReadyAt: 0 }, false);
+    throw error;
+  }
+  if (count(stored) === 0) {
+    await settle(stored, false);
+    return { result: undefined, nextReadyAt: stored.nextReadyAt };
+  }
   let result: PopResult;
   try {
     result = context.encryption.openPop(stored);
   } catch (error) {
     // Given back uncounted: a node without the key must not walk messages to the DLQ.
     await storage.queues.release(stored, leased.group);
+    await settle(stored, false);
     throw error;
   }
   if (signal.aborted) {
     await storage.queues.release(stored, leased.group);
+    await settle(stored, false);
     return { result: undefined, nextReadyAt: 0 };
   }
   if (autoAck) {
@@ -115,6 +142,7 @@ export async function popOnce(
       ),
     );
   }
+  await settle(stored, !autoAck);
   for (const popped of result.partitions) {
     context.metrics.popped.inc({ queue: popped.queue }, popped.messages.length);
     if (autoAck)
@@ -147,7 +175,7 @@ export async function pop(
       passOn();
       return undefined;
     }
-    const attempt = await popOnce(context, options.request, options.autoAck, signal);
+    const attempt = await popOnce(context, options.request, options.autoAck, signal, options.sub);
     if (attempt.result || attempt.paused) return attempt.result;
     // Nothing for this pop, yet work is ready now (on a partition it does not wait for, say).
     if (attempt.nextReadyAt > 0 && attempt.nextReadyAt <= context.clock.now()) passOn();

@@ -5,6 +5,7 @@
  * the scripts of lua/, the one text both backends execute (docs/architecture.md, "One text
  * for the queue rules").
  */
+import type { LimitKind } from '@herald/limits';
 import type { Histogram } from '@herald/metrics';
 import type { Clock, OutageLogger } from '@herald/redis';
 import { RedisStorage } from './storage-redis.js';
@@ -15,6 +16,8 @@ export interface EmbeddedStorageOptions {
   readonly commandDuration?: Histogram<'command'>;
   /** The engine's clock (TIME, expiry, stream ids) and the node code's: one time for both. */
   readonly clock?: Clock;
+  /** Each limit's default for every tenant (BROKER_LIMIT_*); absent: off. */
+  readonly limits?: Partial<Record<LimitKind, number>>;
 }
 
 export async function startEmbeddedStorage(options: EmbeddedStorageOptions): Promise<RedisStorage> {
@@ -28,6 +31,7 @@ export async function startEmbeddedStorage(options: EmbeddedStorageOptions): Pro
     kind: 'memory',
     owns: engine,
     ...(options.commandDuration ? { commandDuration: options.commandDuration } : {}),
+    ...(options.limits ? { limits: options.limits } : {}),
     ...(options.clock ? { clock: options.clock } : {}),
   });
 }

@@ -6,12 +6,14 @@
  * commands outside scripts so scripts stay single-slot. This file only builds the roles and
  * routes what the subscriber hears; no request passes through it.
  */
+import { type LimitKind, TenantLimits } from '@herald/limits';
 import type { Histogram } from '@herald/metrics';
 import {
   type Clock,
   type OutageLogger,
   onShardedMessage,
   type RedisTopology,
+  type ScriptClock,
   type ScriptSet,
   subscribeSharded,
   systemClock,
@@ -49,8 +51,15 @@ export interface RedisStorageOptions {
    * matching script clock (`loadBrokerScripts({ clock: 'key' })`, shared/redis README.md).
    */
   readonly clock?: Clock;
-  /** The Lua scripts (default: lua/ on Redis's clock, `loadBrokerScripts()`). */
+  /**
+   * The clock the scripts read (default `redis`, Redis TIME); `key` with a test clock on a real
+   * Redis (`KeyClock`: shared/redis README.md, "One clock"), for the broker's and the limits'.
+   */
+  readonly scriptClock?: ScriptClock;
+  /** The Lua scripts (default: lua/ on `scriptClock`, `loadBrokerScripts()`). */
   readonly scripts?: ScriptSet;
+  /** Each limit's default for every tenant (BROKER_LIMIT_*); absent: off. */
+  readonly limits?: Partial<Record<LimitKind, number>>;
   /** What shares a Redis Cluster slot (SlotGroup; default `queue`). */
   readonly slotGroup?: SlotGroup;
   /**
@@ -84,6 +93,7 @@ export class RedisStorage implements BrokerStorage {
   readonly housekeeping: RedisHousekeeping;
   readonly availability: Notifications;
   readonly streams: RedisStreams;
+  readonly limits: TenantLimits;
   private readonly backend: RedisBackend;
 
   constructor(private readonly options: RedisStorageOptions) {
@@ -98,7 +108,7 @@ export class RedisStorage implements BrokerStorage {
       commandDuration: options.commandDuration,
       log: options.log,
       clock: options.clock ?? systemClock,
-      scripts: options.scripts ?? loadBrokerScripts(),
+      scripts: options.scripts ?? loadBrokerScripts({ clock: options.scriptClock ?? 'redis' }),
     });
     this.backend = backend;
     this.queues = new RedisQueueStore(backend);
@@ -113,6 +123,14 @@ export class RedisStorage implements BrokerStorage {
     this.availability = backend.notifications;
     // One slot for the registry's two hashes where slots are enforced (docs/broker-streams.md, "Streams").
     this.streams = new RedisStreams(backend, backend.key(backend.oneSlot ? '{streams}:' : 'streams:'));
+    this.limits = new TenantLimits({
+      redis: backend.redis,
+      prefix: options.prefix,
+      defaults: options.limits ?? {},
+      clock: backend.clock,
+      scriptClock: options.scriptClock ?? 'redis',
+      onError: (error, what) => options.log.warn({ err: error }, `tenant limits: ${what} failed`),
+    });
     const { subscriber } = backend;
     // Control messages sent while this node was away are lost: read the flags afresh.
     subscriber.on('ready', () => this.flags.forget());
@@ -134,6 +152,7 @@ export class RedisStorage implements BrokerStorage {
   }
 
   async close(): Promise<void> {
+    await this.limits.stop();
     await this.backend.close();
     await this.options.owns?.close();
   }

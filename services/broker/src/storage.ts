@@ -6,6 +6,7 @@
  * (queue, partition, group), never encoded; answers are the broker's own shapes, and
  * routes/wire.ts gives them Queen's names.
  */
+import type { TenantLimits } from '@herald/limits';
 import type { PushItem, PushResult } from './push-item.js';
 import type { StreamsStorage } from './streams/types.js';
 
@@ -383,6 +384,8 @@ export interface BrokerStorage {
   readonly availability: Availability;
   /** Queen's streams API: queries, cycles, state (streams/types.ts). */
   readonly streams: StreamsStorage;
+  /** Per-tenant limits (`@herald/limits`: counters and overrides on the same Redis). */
+  readonly limits: TenantLimits;
   /** Resolves when the backend reaches its store; for /readyz. */
   ready(): Promise<string | undefined>;
   close(): Promise<void>;

@@ -63,6 +63,8 @@ export async function runTransaction(
     throw maintenanceMode();
   }
   const pushes = operations.flatMap((op) => (op.type === 'push' ? [op.item] : []));
+  // Over a push rate: refused before anything is applied (a 429, not a rejected transaction).
+  await context.limits.takePush(pushes);
   const outcome = await context.encryption.store(pushes, (sealed) => {
     let next = 0;
     return context.storage.queues.transaction(
@@ -77,6 +79,12 @@ export async function runTransaction(
     return { transactionId, success: false, results: [], error: `${outcome.error}${where}` };
   }
   context.metrics.transactions.inc({ result: 'committed' });
+  // Every ack of a committed transaction was applied: their in-flight slots are free.
+  const acks = operations.flatMap((op) => (op.type === 'ack' ? [op.ack] : []));
+  await context.limits.acknowledged(
+    acks,
+    acks.map(() => ({ success: true })),
+  );
   for (const result of outcome.results) {
     if (result.type === 'push' && result.status === 'queued')
       context.metrics.pushed.inc({ queue: result.queue });

@@ -96,7 +96,10 @@ export interface TenantLimitsOptions {
   readonly scriptClock?: ScriptClock;
   readonly slotLeaseMs?: number;
   readonly refreshMs?: number;
-  /** Told of a background failure (a refresh or a renewal); the next round tries again. */
+  /**
+   * Told of a background failure (a refresh, a renewal, a release), once until that kind of
+   * round succeeds again (no line a second through an outage); the next round tries again.
+   */
   readonly onError?: (error: unknown, what: string) => void;
 }
 
@@ -127,6 +130,8 @@ export class TenantLimits {
   private refreshTimer: (() => void) | undefined;
   private renewTimer: (() => void) | undefined;
   private stopped = false;
+  /** Background rounds failing now: each is reported once until it succeeds. */
+  private readonly failing = new Set<string>();
 
   constructor(private readonly options: TenantLimitsOptions) {
     this.redis = options.redis;
@@ -139,11 +144,14 @@ export class TenantLimits {
     this.refreshMs = options.refreshMs ?? OVERRIDES_REFRESH_MS;
   }
 
-  /** Reads the overrides, then keeps them fresh and this node's slot leases renewed. */
+  /**
+   * Keeps the overrides fresh and this node's slot leases renewed; resolves once the overrides
+   * were read (rejects when Redis could not answer: the rounds go on and read them later).
+   */
   async start(): Promise<void> {
-    await this.refresh();
     this.scheduleRefresh();
     this.scheduleRenewal();
+    await this.refresh();
   }
 
   /** Stops the timers; this node's slots stop counting at once (they are its streams, closed by now). */
@@ -286,8 +294,9 @@ export class TenantLimits {
     try {
       await this.run('slot-release', [id, pending.kind, pending.tenant, this.nodeId]);
       this.pendingReleases.delete(id);
+      this.failing.delete('release');
     } catch (error) {
-      this.options.onError?.(error, 'slot release (retried at the next renewal)');
+      this.report('release', error, 'slot release (retried at the next renewal)');
     }
   }
 
@@ -353,7 +362,8 @@ export class TenantLimits {
     if (this.stopped) return;
     this.refreshTimer = this.clock.timer(this.clock.now() + this.refreshMs, () => {
       this.refresh()
-        .catch((error: unknown) => this.options.onError?.(error, 'limit overrides refresh'))
+        .then(() => this.failing.delete('refresh'))
+        .catch((error: unknown) => this.report('refresh', error, 'limit overrides refresh'))
         .finally(() => this.scheduleRefresh());
     });
   }
@@ -362,9 +372,16 @@ export class TenantLimits {
     if (this.stopped) return;
     this.renewTimer = this.clock.timer(this.clock.now() + this.slotLeaseMs / 3, () => {
       this.renew()
-        .catch((error: unknown) => this.options.onError?.(error, 'slot lease renewal'))
+        .then(() => this.failing.delete('renew'))
+        .catch((error: unknown) => this.report('renew', error, 'slot lease renewal'))
         .finally(() => this.scheduleRenewal());
     });
+  }
+
+  private report(round: string, error: unknown, what: string): void {
+    if (this.failing.has(round)) return;
+    this.failing.add(round);
+    this.options.onError?.(error, what);
   }
 
   /** Renews this node's slot leases, then retries the releases Redis did not confirm. */

@@ -93,22 +93,31 @@ export function registerDataPlaneRoutes(app: FastifyInstance, context: BrokerCon
 
   app.post('/api/v1/push', HOT_WRITE_ONLY, async (request, reply) => {
     const items = parsePushBody(request.body, request.identity?.sub, context.maxPayloadBytes);
+    await context.limits.takePush(items);
     return reply.code(201).send(pushResultsBody(await push(context, items)));
   });
 
-  const popHandler = async (request: { params: unknown; query: unknown }, reply: FastifyReply) => {
-    const options = parsePopQuery(
-      context,
-      request.params as { queue?: unknown; partition?: unknown },
-      request.query as Record<string, unknown>,
-    );
+  const popHandler = async (
+    request: { params: unknown; query: unknown; identity?: { sub?: string | undefined } },
+    reply: FastifyReply,
+  ) => {
+    const options = {
+      ...parsePopQuery(
+        context,
+        request.params as { queue?: unknown; partition?: unknown },
+        request.query as Record<string, unknown>,
+      ),
+      sub: request.identity?.sub,
+    };
     return answerPop(reply, options.request.group, (signal) => pop(context, options, signal));
   };
   app.get('/api/v1/pop/queue/:queue', HOT_READ_WRITE, popHandler);
   // Queen's pop by namespace/task: read-write like every pop (docs/broker-api.md route table).
   app.get('/api/v1/pop', HOT_READ_WRITE, async (request, reply) => {
     const { filter, options } = parseFilteredPopQuery(context, request.query as Record<string, unknown>);
-    return answerPop(reply, options.request.group, (signal) => popFiltered(context, filter, options, signal));
+    return answerPop(reply, options.request.group, (signal) =>
+      popFiltered(context, filter, { ...options, sub: request.identity?.sub }, signal),
+    );
   });
   app.get('/api/v1/pop/queue/:queue/partition/:partition', HOT_READ_WRITE, popHandler);
 
