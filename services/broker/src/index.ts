@@ -25,6 +25,7 @@ import { registerConventions } from './routes/common.js';
 import { registerConsoleRoutes } from './routes/console.js';
 import { registerConsumerGroupRoutes } from './routes/consumer-groups.js';
 import { registerDataPlaneRoutes } from './routes/data-plane.js';
+import { registerLimitRoutes } from './routes/limits.js';
 import { registerResourceRoutes } from './routes/resources.js';
 import { registerRevocationRoutes } from './routes/revocations.js';
 import { registerStatusRoutes } from './routes/status.js';
@@ -220,6 +221,7 @@ export async function startBroker(config: BrokerConfig, options: StartOptions = 
   });
   registerConventions(app);
   registerDataPlaneRoutes(app, context);
+  registerLimitRoutes(app, context);
   registerResourceRoutes(app, context);
   registerConsumerGroupRoutes(app, context);
   registerTraceRoutes(app, context);

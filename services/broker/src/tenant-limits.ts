@@ -51,7 +51,7 @@ export interface Reservation {
 export class BrokerLimits {
   constructor(
     readonly limits: TenantLimits,
-    private readonly source: TenantSource,
+    readonly source: TenantSource,
     private readonly refusals: Counter<'kind'>,
   ) {}
 

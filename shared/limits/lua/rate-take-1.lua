@@ -1,8 +1,9 @@
 --[[
   Takes `cost` units from the rate budget of one kind of each listed tenant, all or none. A
-  budget of L per second admits L units at once, then one every 1000/L ms (GCRA: the tenant's
-  `r:<kind>:<tenant>` key holds its theoretical arrival time, and expires when it is back in
-  the past).
+  budget of L per second holds at most L units and drains at L units a second (a leaky bucket:
+  the tenant's `r:<kind>:<tenant>` key holds "<units> <ms>", its level at a time, and expires
+  once drained). Kept in units, not in time, so a changed limit applies to the level at once.
+  A limit of 0 admits nothing.
   KEYS[1]   base: <prefix>{limits}: (every key the script touches is this text plus a suffix)
   ARGV[1]   requestId: the node's id for this call (the resend memo)
   ARGV[2]   kind: push | publish
@@ -32,26 +33,34 @@ for i = 4, #ARGV, 2 do
   local index = (i - 2) / 2
   local limit = limit_of(base, kind, tenant, default)
   if limit >= 0 then
+    if limit == 0 then
+      answer = { 0, 1000, index }
+      break
+    end
     if cost > limit then
       answer = { 2, limit, index }
       break
     end
-    local key = base .. 'r:' .. kind .. ':' .. tenant
-    local arrival = tonumber(redis.call('GET', key)) or now
-    if arrival < now then arrival = now end
-    local after = arrival + cost * 1000 / limit
-    -- A thousandth of a microsecond of slack: 1000/L added L times is not exactly 1000 in doubles.
-    if after - now > 1000.000001 then
-      answer = { 0, math.ceil(after - now - 1000), index }
+    local level = 0
+    local state = redis.call('GET', base .. 'r:' .. kind .. ':' .. tenant)
+    if state then
+      local units, at = string.match(state, '^(%S+) (%S+)$')
+      level = math.max(0, tonumber(units) - (now - tonumber(at)) * limit / 1000)
+    end
+    -- A millionth of a unit of slack: draining by limit/1000 per ms is not exact in doubles.
+    if level + cost > limit + 0.000001 then
+      answer = { 0, math.ceil((level + cost - limit) * 1000 / limit), index }
       break
     end
-    plan[#plan + 1] = { tenant = tenant, after = after }
+    local after = level + cost
+    plan[#plan + 1] = { tenant = tenant, after = after, limit = limit }
   end
 end
 if answer[1] == 1 then
   for _, step in ipairs(plan) do
     local key = base .. 'r:' .. kind .. ':' .. step.tenant
-    redis.call('SET', key, string.format('%.17g', step.after), 'PX', math.ceil(step.after - now) + 1)
+    local state = string.format('%.17g %.0f', step.after, now)
+    redis.call('SET', key, state, 'PX', math.ceil(step.after * 1000 / step.limit) + 1)
     redis.call('ZADD', base .. 'seen:' .. kind, now, step.tenant)
   end
 end

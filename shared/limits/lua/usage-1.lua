@@ -1,8 +1,8 @@
 --[[
   What the tenants seen in the last 10 minutes use of one kind of limit, for the admin route and
-  the console: the most recently seen first. A rate's use is the part of its one-second budget
-  taken now; an in-flight budget's, the messages leased and not acknowledged; a slot kind's, the
-  slots held by live nodes.
+  the console: the most recently seen first. A rate's use is the units in its bucket now; an
+  in-flight budget's, the messages leased and not acknowledged; a slot kind's, the slots held by
+  live nodes.
   KEYS[1]   base: <prefix>{limits}: (every key the script touches is this text plus a suffix)
   ARGV[1]   kind: push | publish | inflight | subscriptions
   ARGV[2]   default: the limit of a tenant without an override (negative: none)
@@ -32,8 +32,11 @@ for _, tenant in ipairs(tenants) do
   elseif kind == 'subscriptions' then
     used = live_count(base, kind, tenant, now)
   else
-    local arrival = tonumber(redis.call('GET', base .. 'r:' .. kind .. ':' .. tenant)) or now
-    if limit > 0 and arrival > now then used = math.ceil((arrival - now) * limit / 1000) end
+    local state = redis.call('GET', base .. 'r:' .. kind .. ':' .. tenant)
+    if state and limit > 0 then
+      local units, at = string.match(state, '^(%S+) (%S+)$')
+      used = math.max(0, math.ceil(tonumber(units) - (now - tonumber(at)) * limit / 1000 - 0.000001))
+    end
   end
   out[#out + 1] = tenant
   out[#out + 1] = used

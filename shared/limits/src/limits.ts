@@ -320,6 +320,11 @@ export class TenantLimits {
     return list.sort((a, b) => a.kind.localeCompare(b.kind) || a.tenant.localeCompare(b.tenant));
   }
 
+  /** Whether a tenant has an override of one kind (read from Redis, not the node's copy). */
+  async hasOverride(kind: LimitKind, tenant: string): Promise<boolean> {
+    return (await this.redis.hexists(`${this.base}cfg`, `${kind}\n${tenantKey(tenant)}`)) === 1;
+  }
+
   /** The number of overrides stored (the admin route's cap). */
   overrideCount(): Promise<number> {
     return this.redis.hlen(`${this.base}cfg`);
