@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
+import { REVOKE_USAGE, RevokeOptionsError, revoke } from './revoke.js';
 import { mintToken, TokenOptionsError } from './token.js';
 
 export interface Output {
@@ -18,6 +19,7 @@ Commands:
   hub                 start one hub node (configured by MERCURE_* and the common variables)
   broker              start one broker node (configured by JWT_* and the common variables)
   token               mint a development token (printed alone on the last line)
+  token revoke        put a token on a hub's and/or a broker's deny list
   help [command]      this text, or a command's (same as herald <command> --help)
 
 Options (every command):
@@ -42,12 +44,17 @@ Options:
   --payload <json>    hub: mercure.payload
   --role <role>       broker: a role (repeatable), in the "roles" claim
   --sub <id>          the sub claim (the broker stores it as producerSub)
+  --jti <id>          the jti claim (what herald token revoke --jti names)
+  --hub-admin         hub: "herald": {"admin": true}, for the hub's admin routes (sign with
+                      the hub's publisher key)
   --exp <seconds>     lifetime; without it the token has no exp
   -h, --help          print this help
   -v, --version       print the version
 
 Example:
   herald token --secret change-me --publish '*' --subscribe '*'
+
+Revoking tokens: herald token revoke --help
 `;
 
 interface SettingLike {
@@ -86,7 +93,15 @@ Reference: docs/broker.md.`;
 const HELP = new Set(['--help', '-h', 'help']);
 const VERSION_FLAGS = new Set(['--version', '-v', '-V']);
 
-export async function runCli(argv: readonly string[], output: Output): Promise<number> {
+/**
+ * @param environment where `herald token revoke` reads HERALD_ADMIN_TOKEN (main.ts passes the
+ *                    process's; tests their own)
+ */
+export async function runCli(
+  argv: readonly string[],
+  output: Output,
+  environment: Readonly<Record<string, string | undefined>> = {},
+): Promise<number> {
   const [command, ...rest] = argv;
   if (command === undefined) {
     output.stderr(USAGE);
@@ -102,7 +117,7 @@ export async function runCli(argv: readonly string[], output: Output): Promise<n
       output.stdout(USAGE);
       return 0;
     }
-    return runCli([topic, '--help'], output);
+    return runCli([...rest, '--help'], output);
   }
   if (command !== 'token' && command !== 'hub' && command !== 'broker') {
     output.stderr(`herald: unknown command ${JSON.stringify(command)}\n\n${USAGE}`);
@@ -110,7 +125,7 @@ export async function runCli(argv: readonly string[], output: Output): Promise<n
   }
   // --help / --version anywhere among a command's arguments wins, and starts nothing.
   if (rest.some((argument) => argument === '--help' || argument === '-h')) {
-    output.stdout(await commandUsage(command));
+    output.stdout(command === 'token' && rest[0] === 'revoke' ? REVOKE_USAGE : await commandUsage(command));
     return 0;
   }
   if (rest.some((argument) => VERSION_FLAGS.has(argument))) {
@@ -119,7 +134,7 @@ export async function runCli(argv: readonly string[], output: Output): Promise<n
   }
   switch (command) {
     case 'token':
-      return token(rest, output);
+      return rest[0] === 'revoke' ? revokeCommand(rest.slice(1), output, environment) : token(rest, output);
     case 'hub':
     case 'broker':
       if (rest.length > 0) {
@@ -163,6 +178,40 @@ async function token(argv: readonly string[], output: Output): Promise<number> {
   }
 }
 
+async function revokeCommand(
+  argv: readonly string[],
+  output: Output,
+  environment: Readonly<Record<string, string | undefined>>,
+): Promise<number> {
+  try {
+    const { values } = parseArgs({
+      args: [...argv],
+      strict: true,
+      allowPositionals: false,
+      options: {
+        hub: { type: 'string', multiple: true },
+        broker: { type: 'string', multiple: true },
+        'admin-token': { type: 'string' },
+        jti: { type: 'string' },
+        sub: { type: 'string' },
+        before: { type: 'string' },
+        token: { type: 'string' },
+        expires: { type: 'string' },
+      },
+    });
+    return await revoke(values, environment, output);
+  } catch (error) {
+    if (!(error instanceof RevokeOptionsError) && !isParseArgsError(error)) throw error;
+    output.stderr(`herald token revoke: ${(error as Error).message} (see herald token revoke --help)\n`);
+    return 1;
+  }
+}
+
+/** node:util parseArgs refusals (an unknown option, a missing value) carry an ERR_PARSE_ARGS_* code. */
+function isParseArgsError(error: unknown): error is Error {
+  return error instanceof Error && String((error as { code?: unknown }).code).startsWith('ERR_PARSE_ARGS');
+}
+
 function parseTokenArgs(argv: readonly string[]) {
   return parseArgs({
     args: [...argv],
@@ -178,6 +227,8 @@ function parseTokenArgs(argv: readonly string[]) {
       payload: { type: 'string' },
       role: { type: 'string', multiple: true },
       sub: { type: 'string' },
+      jti: { type: 'string' },
+      'hub-admin': { type: 'boolean' },
       exp: { type: 'string' },
     },
   });

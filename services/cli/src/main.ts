@@ -1,6 +1,10 @@
 import { runCli } from './cli.js';
 
-process.exitCode = await runCli(process.argv.slice(2), {
-  stdout: (text) => process.stdout.write(text),
-  stderr: (text) => process.stderr.write(text),
-});
+process.exitCode = await runCli(
+  process.argv.slice(2),
+  {
+    stdout: (text) => process.stdout.write(text),
+    stderr: (text) => process.stderr.write(text),
+  },
+  process.env,
+);

@@ -15,6 +15,8 @@ export interface TokenOptions {
   readonly payload?: string;
   readonly role?: string[];
   readonly sub?: string;
+  readonly jti?: string;
+  readonly 'hub-admin'?: boolean;
   readonly exp?: string;
 }
 
@@ -50,6 +52,9 @@ export function tokenClaims(options: TokenOptions, now = Date.now()): JWTPayload
   }
   if (options.role) claims.roles = options.role;
   if (options.sub !== undefined) claims.sub = options.sub;
+  if (options.jti !== undefined) claims.jti = options.jti;
+  // The hub's admin routes (docs/security.md, "Revocation") ask for this on a publisher-key token.
+  if (options['hub-admin']) claims.herald = { admin: true };
   if (options.exp !== undefined) {
     if (!/^\d+$/.test(options.exp) || Number(options.exp) <= 0) {
       throw new TokenOptionsError('--exp takes a lifetime in whole seconds');
