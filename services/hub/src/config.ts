@@ -39,6 +39,16 @@ export const hubSpec = {
   MERCURE_SUBSCRIPTIONS: boolean({ default: false }),
   /** How long a node's claim on its subscription entries lives without renewal (cluster). */
   MERCURE_SUBSCRIPTIONS_LEASE: duration({ default: 15_000, min: 1000 }),
+  /**
+   * Limits per tenant (docs/hub.md, "Limits per tenant"), cluster-wide; unset: off for every
+   * tenant without an override (/herald/admin/limits sets those). Streams one subscriber subject
+   * (the token's `sub`, else the client address) may hold open at once, cluster-wide.
+   */
+  MERCURE_LIMIT_SUBSCRIPTIONS: integer({ min: 0, max: 1_000_000_000 }),
+  /** Updates one publisher (`sub`, else the client address) may publish per second. */
+  MERCURE_LIMIT_PUBLISH_RATE: integer({ min: 0, max: 1_000_000_000 }),
+  /** How long a node's stream slots count without a renewal: a killed node's free after it. */
+  MERCURE_LIMIT_LEASE: duration({ default: 30_000, min: 3000, max: 3_600_000 }),
   MERCURE_CORS_ORIGINS: list({ default: [] }),
   /** Default: true with explicit origins, false with `*`; true together with `*` is refused. */
   MERCURE_CORS_CREDENTIALS: boolean(),

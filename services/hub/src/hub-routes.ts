@@ -65,6 +65,7 @@ export function registerHubRoutes(app: FastifyInstance, hub: Hub): void {
     applyRevocations: () => hub.revocationWatcher.refresh(),
     clock: hub.clock,
   });
+  hub.limits.registerRoutes(app, hub.auth);
   if (config.MERCURE_DEV) registerDevUi(app);
   registerHome(app, { dev: config.MERCURE_DEV, subscriptions: config.MERCURE_SUBSCRIPTIONS });
 }

@@ -23,6 +23,7 @@ import { HubAuthorization } from './authorization.js';
 import type { HubConfig } from './config.js';
 import { registerHubRoutes } from './hub-routes.js';
 import { HUB_PATH, HubIdentity } from './identity.js';
+import { HubLimits } from './limits.js';
 import { createHubMetrics, type HubMetrics } from './metrics.js';
 import { partitionsOfMatchers } from './partitions.js';
 import { PUBLISH_BODY_LIMIT, type PublishDependencies } from './publish.js';
@@ -75,6 +76,10 @@ export class Hub implements SubscriberRegistry {
   readonly denyList: DenyList;
   readonly revocations: RevocationStore<RevocationEntry>;
   readonly revocationWatcher: RevocationWatcher<RevocationEntry>;
+  /** Streams per subscriber subject and publishes per second per publisher (limits.ts). */
+  readonly limits: HubLimits;
+  /** What gives back each limited stream's slot when it closes. */
+  private readonly slots = new WeakMap<Subscriber, () => void>();
   private readonly revocationsRedis: RedisClient | undefined;
   /** Cancels the next heartbeat round. */
   private heartbeatTimer: (() => void) | undefined;
@@ -131,6 +136,25 @@ export class Hub implements SubscriberRegistry {
       log: app.log,
       onAdded: () => this.closeRevokedStreams(),
     });
+    this.limits = new HubLimits({
+      topology: redis,
+      prefix: config.MERCURE_REDIS_PREFIX,
+      defaults: {
+        ...(config.MERCURE_LIMIT_SUBSCRIPTIONS !== undefined
+          ? { subscriptions: config.MERCURE_LIMIT_SUBSCRIPTIONS }
+          : {}),
+        ...(config.MERCURE_LIMIT_PUBLISH_RATE !== undefined
+          ? { publish: config.MERCURE_LIMIT_PUBLISH_RATE }
+          : {}),
+      },
+      slotLeaseMs: config.MERCURE_LIMIT_LEASE,
+      commandTimeout: config.REDIS_COMMAND_TIMEOUT,
+      nodeId: uuidv7(),
+      clock,
+      scriptClock: options.clock ? 'key' : 'redis',
+      refusals: this.metrics.limitRefusals,
+      log: (message, details) => app.log.warn(details, message),
+    });
     this.transport = redis
       ? new RedisTransport({
           topology: redis,
@@ -181,6 +205,7 @@ export class Hub implements SubscriberRegistry {
     // Before the transport: no stream is served before the node knows the deny list (a Redis
     // away at boot fails the read within the command deadline; the watcher retries each poll).
     await this.revocationWatcher.start();
+    await this.limits.start();
     await this.transport.start((update) => this.dispatch(update));
     const heartbeat = this.config.MERCURE_HEARTBEAT;
     if (heartbeat > 0) this.scheduleHeartbeats(heartbeat, Math.max(50, heartbeat / 4));
@@ -230,6 +255,7 @@ export class Hub implements SubscriberRegistry {
       subscribers: this,
       anonymousAllowed: this.anonymousAllowed,
       legacyClaims: this.config.MERCURE_LEGACY_CLAIMS,
+      acquireStream: (tenant) => this.limits.acquireStream(tenant),
       onReplayed: (count) => this.metrics.deliveriesTotal.inc(count),
       requestDuration: this.sharedMetrics.httpRequestDuration,
     };
@@ -241,6 +267,7 @@ export class Hub implements SubscriberRegistry {
       auth: this.auth,
       publishOrigins: this.config.MERCURE_PUBLISH_ORIGINS,
       publish: (update) => this.publish(update),
+      takePublish: (tenant) => this.limits.takePublish(tenant),
     };
   }
 
@@ -267,6 +294,7 @@ export class Hub implements SubscriberRegistry {
     this.transport.watch(partitions);
     if (options.replay) subscriber.beginReplay(this.transport.lastDispatchedPosition);
     this.index.add(subscriber);
+    if (options.releaseSlot) this.slots.set(subscriber, options.releaseSlot);
     this.metrics.subscribersConnected.inc();
     this.metrics.subscribersTotal.inc();
 
@@ -286,6 +314,7 @@ export class Hub implements SubscriberRegistry {
 
   private onSubscriberClosed(subscriber: Subscriber, reason: CloseReason): void {
     this.index.remove(subscriber);
+    this.slots.get(subscriber)?.();
     this.transport.unwatch(subscriber.partitions);
     this.metrics.subscribersConnected.dec();
     if (reason === 'queue_full' || reason === 'dispatch_timeout') {
@@ -380,6 +409,7 @@ export class Hub implements SubscriberRegistry {
     // Bounded: with Redis unreachable these would wait in the offline queue forever.
     await settleWithin(Promise.allSettled([...this.pendingAnnouncements]), ANNOUNCEMENTS_STOP_TIMEOUT);
     await this.transport.stop();
+    await this.limits.stop();
     this.auth.close();
   }
 }

@@ -21,6 +21,8 @@ export interface HubMetrics {
   readonly deliveriesTotal: Counter;
   readonly slowSubscriberDisconnects: Counter<'reason'>;
   readonly authFailures: Counter<'reason'>;
+  /** Requests refused over a tenant's limit (`subscriptions`, `publish`); `service="hub"` by default label. */
+  readonly limitRefusals: Counter<'kind'>;
   readonly pubsubReconnects: Counter;
   readonly fanoutMessagesReceived: Counter;
   readonly pubsubProbeOk: Gauge;
@@ -98,6 +100,16 @@ export function createHubMetrics(metrics: Metrics, sources: HubMetricSources): H
       }),
       'reason',
       HUB_AUTH_FAILURE_REASONS,
+    ),
+    limitRefusals: withZeroSeries(
+      new Counter({
+        name: 'herald_limit_refusals_total',
+        help: 'Requests refused because a tenant was over its limit, by kind of limit.',
+        labelNames: ['kind'],
+        registers,
+      }),
+      'kind',
+      ['subscriptions', 'publish'],
     ),
     pubsubReconnects: new Counter({
       name: 'mercure_pubsub_reconnects_total',

@@ -2,6 +2,7 @@ import { uuidv7 } from '@herald/ids';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { HubAuthorization } from './authorization.js';
 import { forbidden, invalidField, originRefused, originRequired, unauthorized } from './errors.js';
+import { tenantOf } from './limits.js';
 import type { Principal } from './principal.js';
 import type { Update } from './update.js';
 
@@ -26,6 +27,8 @@ export interface PublishDependencies {
   readonly publishOrigins: readonly string[];
   /** Appends to history and fans out (the hub counts it); resolves with the update's id. */
   readonly publish: (update: Update) => Promise<string>;
+  /** Takes one update from the publisher's rate (limits.ts); throws the 429 when it has none left. */
+  readonly takePublish: (tenant: string) => Promise<void>;
 }
 
 /**
@@ -125,7 +128,7 @@ export function generateUpdateId(): string {
 
 /** POST /.well-known/mercure. */
 export async function handlePublish(
-  { auth, publish }: PublishDependencies,
+  { auth, publish, takePublish }: PublishDependencies,
   request: FastifyRequest,
   reply: FastifyReply,
 ): Promise<unknown> {
@@ -136,6 +139,8 @@ export async function handlePublish(
   if (!auth.mayPublish(principal, update.topics)) {
     throw forbidden('The token does not allow publishing to every topic of this update');
   }
+  // Last check before the write: a refused or malformed publish spends nothing.
+  await takePublish(tenantOf(principal, request));
   const id = await publish(update);
   return reply.code(200).type('text/plain; charset=utf-8').send(id);
 }

@@ -17,6 +17,7 @@ import {
 } from './errors.js';
 import { type ReplayStart, readFirstReplayPage, replayHistory, resolveCursor } from './history-replay.js';
 import { HUB_PATH } from './identity.js';
+import { tenantOf } from './limits.js';
 import type { Principal } from './principal.js';
 import { queryParameters } from './query.js';
 import { OPENING_COMMENT, SSE_HEADERS } from './sse.js';
@@ -43,6 +44,8 @@ export interface RegisterOptions {
   readonly response: ServerResponse;
   /** Snapshot the dispatch position now, and hold live updates until the replay ends. */
   readonly replay: boolean;
+  /** Gives back the stream's slot of its tenant's limit, when it closes. */
+  readonly releaseSlot?: () => void;
 }
 
 /** This node's open streams, as the subscribe handler sees them (the hub implements it). */
@@ -62,6 +65,11 @@ export interface SubscribeDependencies {
   readonly anonymousAllowed: boolean;
   /** MERCURE_LEGACY_CLAIMS: the 0.x `topic` parameter is read as a matcher. */
   readonly legacyClaims: boolean;
+  /**
+   * Takes a stream slot of the subscriber's tenant (limits.ts): what gives it back, or the 429
+   * over the tenant's limit.
+   */
+  readonly acquireStream: (tenant: string) => Promise<() => void>;
   /** Counts events written by replays (`mercure_deliveries_total`). */
   readonly onReplayed: (count: number) => void;
   /** `http_request_duration_seconds`: a stream's sample is taken at its end (`releaseRequest`). */
@@ -175,6 +183,9 @@ export async function handleSubscribe(
     return;
   }
 
+  // Over the tenant's limit: 429 before the stream opens. Taken last of the checks, so a request
+  // refused for another reason holds no slot.
+  const releaseSlot = await dependencies.acquireStream(tenantOf(principal, request));
   reply.hijack();
   const response = reply.raw;
   releaseRequest(request, reply, dependencies.requestDuration);
@@ -187,6 +198,7 @@ export async function handleSubscribe(
     principal,
     response,
     replay: cursor !== undefined,
+    releaseSlot,
   });
   request.raw.socket.setNoDelay(true);
 
