@@ -8,10 +8,11 @@ import {
   InvalidRevocationError,
   MAX_REVOCATION_ID_LENGTH,
   type RevocationEntry,
+  RevocationsFullError,
   revocationFromRequest,
   revocationId,
 } from '@herald/auth';
-import type { Clock, RevocationStore } from '@herald/redis';
+import { type Clock, RevocationLimitError, type RevocationStore } from '@herald/redis';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { HubAuthorization } from './authorization.js';
 import { forbidden, invalidField, unauthorized } from './errors.js';
@@ -73,7 +74,12 @@ export function registerHubAdminRoutes(app: FastifyInstance, dependencies: HubAd
       if (error instanceof InvalidRevocationError) throw invalidField(error.message);
       throw error;
     }
-    await revocations.add(entry);
+    try {
+      await revocations.add(entry);
+    } catch (error) {
+      if (error instanceof RevocationLimitError) throw new RevocationsFullError(error.limit);
+      throw error;
+    }
     await applyRevocations();
     return reply.code(201).send(wireEntry(entry));
   });

@@ -123,3 +123,19 @@ export function isAuthError(error: unknown): error is AuthError {
 export const AUTH_FAILURE_REASONS: readonly AuthFailureReason[] = Object.keys(
   DEFAULTS,
 ) as AuthFailureReason[];
+
+/**
+ * The token deny list holds its maximum of entries (docs/security.md, "Revocation"): an admin
+ * write refused with 409 until entries are deleted or expire. Raised by each service's admin
+ * route when its store reports the list full.
+ */
+export class RevocationsFullError extends HeraldError {
+  override readonly name = 'RevocationsFullError';
+  constructor(limit: number) {
+    super(
+      'HERALD_AUTH_REVOCATIONS_FULL',
+      409,
+      `The revocation list is full (${limit} entries): delete entries or wait for them to expire`,
+    );
+  }
+}

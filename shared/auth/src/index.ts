@@ -57,6 +57,7 @@ export {
   type AuthErrorStatus,
   type AuthFailureReason,
   isAuthError,
+  RevocationsFullError,
 } from './errors.js';
 export {
   fetchJwksDocument,

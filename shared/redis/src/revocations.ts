@@ -21,7 +21,6 @@
  * Expiry is read from the node's `Clock` (tests move it), never from Redis TIME: the same time
  * the node's DenyList ignores expired entries by.
  */
-import { HeraldError } from '@herald/errors';
 import type { RedisClient } from './client.js';
 import type { Clock } from './clock.js';
 import { loggableError } from './log-error.js';
@@ -36,15 +35,14 @@ export const MAX_REVOCATIONS = 10_000;
  */
 export const REVOCATION_POLL_INTERVAL_MS = 1000;
 
-/** The list is full (409): delete entries, or let them expire, before adding more. */
-export class RevocationLimitError extends HeraldError {
+/**
+ * The list holds `limit` entries already. Not an HTTP error: each service's admin route maps it
+ * to its 409 (`RevocationsFullError` of `@herald/auth`).
+ */
+export class RevocationLimitError extends Error {
   override readonly name = 'RevocationLimitError';
-  constructor(limit: number) {
-    super(
-      'HERALD_REDIS_REVOCATIONS_FULL',
-      409,
-      `The revocation list is full (${limit} entries): delete entries or wait for them to expire`,
-    );
+  constructor(readonly limit: number) {
+    super(`the revocation list holds its maximum of ${limit} entries`);
   }
 }
 

@@ -2,10 +2,11 @@ import {
   InvalidRevocationError,
   MAX_REVOCATION_ID_LENGTH,
   type RevocationEntry,
+  RevocationsFullError,
   revocationFromRequest,
   revocationId,
 } from '@herald/auth';
-import type { Clock, RevocationStore } from '@herald/redis';
+import { type Clock, RevocationLimitError, type RevocationStore } from '@herald/redis';
 import type { FastifyInstance } from 'fastify';
 import { invalidRequest } from '../errors.js';
 import { ADMIN } from './access.js';
@@ -48,7 +49,12 @@ export function registerRevocationRoutes(
       if (error instanceof InvalidRevocationError) throw invalidRequest(error.message);
       throw error;
     }
-    await store.add(entry);
+    try {
+      await store.add(entry);
+    } catch (error) {
+      if (error instanceof RevocationLimitError) throw new RevocationsFullError(error.limit);
+      throw error;
+    }
     await applyRevocations();
     return reply.code(201).send(wireEntry(entry));
   });
