@@ -104,6 +104,9 @@ export class RedisRevocationStore<Entry extends StoredRevocation> implements Rev
     this.expiryKey = `${base}expiry`;
     this.versionKey = `${base}version`;
     this.limit = options.limit ?? MAX_REVOCATIONS;
+    // A listener, so ioredis does not print every failed reconnect of an outage to stderr: the
+    // watcher logs the outage once, the service's OutageLog its connections'.
+    options.redis.on('error', () => undefined);
   }
 
   async add(entry: Entry): Promise<void> {
@@ -216,9 +219,12 @@ export class MemoryRevocationStore<Entry extends StoredRevocation> implements Re
   }
 }
 
-/** The two pino-style methods the watcher logs an outage with. */
+/**
+ * The pino-style method the watcher logs with. Info, not warn: a Redis outage is the service's
+ * OutageLog warning already (one per outage, docs/contracts.md); these lines say what it means
+ * for the deny list.
+ */
 export interface RevocationWatcherLogger {
-  warn(details: object, message: string): void;
   info(details: object, message: string): void;
 }
 
@@ -307,7 +313,7 @@ export class RevocationWatcher<Entry extends StoredRevocation> {
     } catch (error) {
       if (!this.failing) {
         this.failing = true;
-        log.warn(
+        log.info(
           { error: loggableError(error) },
           'cannot read the revocation list: keeping the last one read until storage answers',
         );
