@@ -308,6 +308,27 @@ describe('console (admin, headless Chromium)', () => {
     assert.deepEqual([off.body.maintenanceMode, off.body.popMaintenanceMode], [false, false]);
   });
 
+  test('System: tenants near their limits, from an in-flight override on the admin sub', async () => {
+    const queue = 'tenants.limits';
+    const put = await api('PUT', '/api/v1/system/limits/inflight/console-admin', { limit: 5 });
+    assert.equal(put.status, 200);
+    assert.equal(
+      (await api('POST', '/api/v1/push', { items: [1, 2, 3, 4].map((n) => ({ queue, payload: { n } })) }))
+        .status,
+      201,
+    );
+    const popped = await api('GET', `/api/v1/pop/queue/${queue}?batch=4`);
+    assert.equal(popped.body.messages.length, 4);
+    await page.goto(`${broker.url}/console/#/system`);
+    const table = page.getByTestId('limits-table');
+    await waitForText(table, 'console-admin');
+    await waitForText(table, '80% — near its limit');
+    await waitForText(page.getByTestId('limits-defaults'), '1 override');
+    // Back to no limit for the views after this one.
+    assert.equal((await api('DELETE', '/api/v1/system/limits/inflight/console-admin')).status, 200);
+    await screenshot('limits');
+  });
+
   test('Hub: node subscriber counts, active subscriptions and a live tail over SSE', async () => {
     const hubToken = subscriberToken([{ match: '*' }]);
     await page.goto(`${broker.url}/console/#/hub`);

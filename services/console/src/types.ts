@@ -126,3 +126,19 @@ export interface NodeInfo {
   connectedSeconds?: number;
   self: boolean;
 }
+
+/** One tenant's use of one limit (GET /api/v1/system/limits). */
+export interface TenantUsage {
+  tenant: string;
+  used: number;
+  /** Negative: no limit. */
+  limit: number;
+}
+
+export interface TenantLimits {
+  /** Whose budget a request spends: the token's `sub`, or the queue's namespace. */
+  tenant: 'sub' | 'namespace';
+  defaults: { push: number | null; inflight: number | null };
+  overrides: { kind: string; tenant: string; limit: number }[];
+  usage: { push: TenantUsage[]; inflight: TenantUsage[] };
+}
