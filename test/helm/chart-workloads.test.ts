@@ -426,3 +426,44 @@ test('disabling a component removes every one of its objects', () => {
   );
   assert.ok(ofKind(productionHubOnly, 'PrometheusRule').length === 1);
 });
+
+test('tenant limits: off by default; set, each reaches its service as the variable it documents', () => {
+  const limited = new Map<string, string>();
+  for (const deployment of ofKind(defaults, 'Deployment')) {
+    for (const name of envOf(deployment).keys()) if (name.includes('_LIMIT_')) limited.set(name, '');
+  }
+  assert.deepEqual([...limited.keys()], [], 'no limit variable rendered by default');
+  const objects = render({
+    valuesFiles: [ciValues.default],
+    set: [
+      'hub.mercure.limitSubscriptions=20',
+      'hub.mercure.limitPublishRate=500',
+      'broker.limits.pushRate=1000000',
+      'broker.limits.inFlight=2000',
+    ],
+    setString: ['hub.mercure.limitLease=45s', 'broker.limits.tenant=namespace'],
+  });
+  const hub = envOf(find(objects, 'Deployment', componentName('hub')));
+  const broker = envOf(find(objects, 'Deployment', componentName('broker')));
+  assert.deepEqual(
+    ['MERCURE_LIMIT_SUBSCRIPTIONS', 'MERCURE_LIMIT_PUBLISH_RATE', 'MERCURE_LIMIT_LEASE'].map(
+      (name) => hub.get(name)?.value,
+    ),
+    ['20', '500', '45s'],
+  );
+  assert.deepEqual(
+    ['BROKER_LIMIT_TENANT', 'BROKER_LIMIT_PUSH_RATE', 'BROKER_LIMIT_IN_FLIGHT'].map(
+      (name) => broker.get(name)?.value,
+    ),
+    ['namespace', '1000000', '2000'],
+  );
+  // The schema refuses what the services would refuse at boot.
+  assert.notEqual(
+    templateChart({ valuesFiles: [ciValues.default], setString: ['broker.limits.tenant=user'] }).status,
+    0,
+  );
+  assert.notEqual(
+    templateChart({ valuesFiles: [ciValues.default], set: ['broker.limits.inFlight=-1'] }).status,
+    0,
+  );
+});

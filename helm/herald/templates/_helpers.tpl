@@ -309,6 +309,9 @@ REDIS_SENTINELS, REDIS_CLUSTER_NODES, by redis.mode; passwords only through a Se
 {{- include "herald.envVar" (list "MERCURE_MAX_CONNECTION_QUEUE_BYTES" $mercure.maxConnectionQueueBytes) }}
 {{- include "herald.envVar" (list "MERCURE_HISTORY_SIZE" $mercure.historySize) }}
 {{- include "herald.envVar" (list "MERCURE_HISTORY_TTL" $mercure.historyTtl) }}
+{{- include "herald.envVar" (list "MERCURE_LIMIT_SUBSCRIPTIONS" $mercure.limitSubscriptions) }}
+{{- include "herald.envVar" (list "MERCURE_LIMIT_PUBLISH_RATE" $mercure.limitPublishRate) }}
+{{- include "herald.envVar" (list "MERCURE_LIMIT_LEASE" $mercure.limitLease) }}
 {{- end -}}
 
 {{- define "herald.env.broker" -}}
@@ -335,6 +338,11 @@ REDIS_SENTINELS, REDIS_CLUSTER_NODES, by redis.mode; passwords only through a Se
 {{- include "herald.envVar" (list "BROKER_MAX_PAYLOAD_BYTES" .values.maxPayloadBytes) }}
 {{- include "herald.envVar" (list "BROKER_MIN_REPLICAS_ACK" .values.minReplicasAck) }}
 {{- include "herald.envVar" (list "BROKER_MIN_REPLICAS_ACK_TIMEOUT" .values.minReplicasAckTimeout) }}
+{{- with .values.limits }}
+{{- include "herald.envVar" (list "BROKER_LIMIT_TENANT" .tenant) }}
+{{- include "herald.envVar" (list "BROKER_LIMIT_PUSH_RATE" .pushRate) }}
+{{- include "herald.envVar" (list "BROKER_LIMIT_IN_FLIGHT" .inFlight) }}
+{{- end }}
 {{- with .values.encryption }}
 {{- if .existingSecret }}
 - name: QUEEN_ENCRYPTION_KEY
