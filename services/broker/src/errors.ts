@@ -44,6 +44,22 @@ export const queueFull = (queue: string, size: number, maxSize: number) =>
     `Queue '${queue}' is full: ${size} of maxSize ${maxSize} messages not yet resolved`,
   );
 
+/** A request over a tenant's limit (tenant-limits.ts): nothing of it was applied; retry after `retryAfterMs`. */
+export const limitExceeded = (message: string, retryAfterMs: number | undefined) =>
+  new BrokerError('HERALD_BROKER_LIMIT_EXCEEDED', 429, message, { retryAfterMs });
+
+/** A request that alone exceeds a tenant's whole budget: it never fits, split it. */
+export const limitTooLarge = (message: string) =>
+  new BrokerError('HERALD_BROKER_LIMIT_TOO_LARGE', 400, message);
+
+/** The admin route keeps at most `max` limit overrides. */
+export const tooManyOverrides = (max: number) =>
+  new BrokerError(
+    'HERALD_BROKER_TOO_MANY_OVERRIDES',
+    409,
+    `At most ${max} limit overrides are kept: delete one first`,
+  );
+
 export const maintenanceMode = () =>
   new BrokerError('HERALD_BROKER_MAINTENANCE', 503, 'Broker is in maintenance mode: pushes are refused', {
     expose: true,

@@ -3,7 +3,7 @@
 // The counting is @herald/limits' (Lua on Redis, one text for every node).
 import type { Refusal, TenantLimits } from '@herald/limits';
 import type { Counter } from '@herald/metrics';
-import { BrokerError } from './errors.js';
+import { type BrokerError, limitExceeded, limitTooLarge } from './errors.js';
 import { namespaceAndTask } from './identifiers.js';
 import type { AckInput, AckResult, LeaseExtension, PopRequest, PopResult, PushItem } from './storage.js';
 
@@ -27,19 +27,9 @@ const UNITS: Record<string, string> = {
 /** The answer to a request over a limit: 429 with Retry-After, or 400 when it can never fit. */
 export function limitError(refusal: Refusal): BrokerError {
   const limit = `${refusal.kind} limit of ${refusal.limit} ${UNITS[refusal.kind] ?? ''}`.trimEnd();
-  if (refusal.tooLarge) {
-    return new BrokerError(
-      'HERALD_BROKER_LIMIT_TOO_LARGE',
-      400,
-      `Tenant '${refusal.tenant}': the request alone exceeds its ${limit}; split it`,
-    );
-  }
-  return new BrokerError(
-    'HERALD_BROKER_LIMIT_EXCEEDED',
-    429,
-    `Tenant '${refusal.tenant}' is over its ${limit}; retry later`,
-    { retryAfterMs: refusal.retryAfterMs },
-  );
+  if (refusal.tooLarge)
+    return limitTooLarge(`Tenant '${refusal.tenant}': the request alone exceeds its ${limit}; split it`);
+  return limitExceeded(`Tenant '${refusal.tenant}' is over its ${limit}; retry later`, refusal.retryAfterMs);
 }
 
 /** A pop's in-flight reservation: its tenant and how many messages it may lease. */

@@ -118,3 +118,15 @@ export function asHubError(error: unknown): unknown {
     return backendUnavailable(error);
   return error;
 }
+
+/** A stream or a publish over its tenant's limit (limits.ts): nothing was opened or stored. */
+export const limitExceeded = (message: string, retryAfterMs: number) =>
+  new HubError('HERALD_HUB_LIMIT_EXCEEDED', 429, message, { retryAfterMs });
+
+/** The admin route keeps at most `max` limit overrides. */
+export const tooManyOverrides = (max: number) =>
+  new HubError(
+    'HERALD_HUB_TOO_MANY_OVERRIDES',
+    409,
+    `At most ${max} limit overrides are kept: delete one first`,
+  );

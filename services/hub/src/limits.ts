@@ -20,7 +20,7 @@ import {
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { authorizeHubAdmin } from './admin.js';
 import type { HubAuthorization } from './authorization.js';
-import { HubError, invalidField } from './errors.js';
+import { type HubError, invalidField, limitExceeded, tooManyOverrides } from './errors.js';
 import type { Principal } from './principal.js';
 
 export const ADMIN_LIMITS_PATH = '/herald/admin/limits';
@@ -50,13 +50,9 @@ export function tenantOf(principal: Principal | undefined, request: Pick<Fastify
 export function limitError(refusal: Refusal): HubError {
   const kind = refusal.kind as HubKind;
   const limit = `${kind} limit of ${refusal.limit} ${UNITS[kind] ?? ''}`.trimEnd();
-  return new HubError(
-    'HERALD_HUB_LIMIT_EXCEEDED',
-    429,
+  return limitExceeded(
     `Tenant '${refusal.tenant}' is over its ${limit}; retry later`,
-    {
-      retryAfterMs: refusal.retryAfterMs ?? 1000,
-    },
+    refusal.retryAfterMs ?? 1000,
   );
 }
 
@@ -228,11 +224,7 @@ export class HubLimits {
         }
         const limits = await this.ensure();
         if (!(await limits.hasOverride(kind, tenant)) && (await limits.overrideCount()) >= MAX_OVERRIDES) {
-          throw new HubError(
-            'HERALD_HUB_TOO_MANY_OVERRIDES',
-            409,
-            `At most ${MAX_OVERRIDES} limit overrides are kept: delete one first`,
-          );
+          throw tooManyOverrides(MAX_OVERRIDES);
         }
         await limits.setOverride(kind, tenant, limit);
         return { kind, tenant, limit };

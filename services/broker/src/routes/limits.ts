@@ -3,7 +3,7 @@
 import { isLimitKind, MAX_LIMIT, MAX_OVERRIDES, MAX_USAGE_TENANTS } from '@herald/limits';
 import type { FastifyInstance } from 'fastify';
 import type { BrokerContext } from '../context.js';
-import { BrokerError, invalidRequest } from '../errors.js';
+import { invalidRequest, tooManyOverrides } from '../errors.js';
 import { integer, isObject } from '../validation.js';
 import { ADMIN } from './access.js';
 
@@ -57,14 +57,11 @@ export function registerLimitRoutes(app: FastifyInstance, context: BrokerContext
       const body = request.body;
       if (!isObject(body)) throw invalidRequest('body must be a JSON object: {"limit": <integer>}');
       // A string is not a limit here (query parameters are strings; a body is JSON).
-      if (typeof body.limit !== 'number') throw invalidRequest(`limit must be an integer between 0 and ${MAX_LIMIT}`);
+      if (typeof body.limit !== 'number')
+        throw invalidRequest(`limit must be an integer between 0 and ${MAX_LIMIT}`);
       const limit = integer(body.limit, 'limit', 0, 0, MAX_LIMIT);
       if (!(await limits.hasOverride(kind, tenant)) && (await limits.overrideCount()) >= MAX_OVERRIDES) {
-        throw new BrokerError(
-          'HERALD_BROKER_TOO_MANY_OVERRIDES',
-          409,
-          `At most ${MAX_OVERRIDES} limit overrides are kept: delete one first`,
-        );
+        throw tooManyOverrides(MAX_OVERRIDES);
       }
       await limits.setOverride(kind, tenant, limit);
       return { kind, tenant, limit };
