@@ -6,6 +6,7 @@
  * killed with messages leased), and the admin route's overrides. Time is a moved KeyClock.
  */
 import assert from 'node:assert/strict';
+import { createHmac } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { parseEnv } from '@herald/config';
 import { createRedis, KeyClock, type RedisClient, redisTopologyFrom } from '@herald/redis';
@@ -79,6 +80,15 @@ async function startCluster(backend: Backend, settings: Record<string, string>):
 /** Node i of the cluster, round robin (one node on the in-process backend). */
 const nodeOf = (cluster: Cluster, i: number): BrokerClient =>
   cluster.nodes[i % cluster.nodes.length] as BrokerClient;
+
+const SECRET = 'tenant-limits-test-secret-0123456789abcdef';
+
+/** An HS256 token with the read-write role and, when given, a `sub`. */
+function token(sub?: string): string {
+  const encode = (value: object) => Buffer.from(JSON.stringify(value)).toString('base64url');
+  const body = `${encode({ alg: 'HS256', typ: 'JWT' })}.${encode({ role: 'read-write', ...(sub ? { sub } : {}) })}`;
+  return `${body}.${createHmac('sha256', SECRET).update(body).digest('base64url')}`;
+}
 
 interface Popped {
   transactionId: string;
@@ -191,7 +201,10 @@ for (const backend of BACKENDS) {
         leaseId: message.leaseId,
       });
       assert.deepEqual(
-        (ack.body as { success: boolean; repeat: boolean }[]).map(({ success, repeat }) => ({ success, repeat })),
+        (ack.body as { success: boolean; repeat: boolean }[]).map(({ success, repeat }) => ({
+          success,
+          repeat,
+        })),
         [{ success: true, repeat: false }],
       );
     });
@@ -346,6 +359,40 @@ for (const backend of BACKENDS) {
         (next.body as { messages: Popped[] }).messages.map((m) => m.data.i),
         [3],
       );
+    });
+  });
+
+  describe(`tenant = the token's sub (${backend})`, () => {
+    let cluster: Cluster;
+    before(async () => {
+      cluster = await startCluster(backend, {
+        BROKER_LIMIT_TENANT: 'sub',
+        BROKER_LIMIT_PUSH_RATE: '2',
+        JWT_ENABLED: 'true',
+        JWT_ALGORITHM: 'HS256',
+        JWT_SECRET: SECRET,
+      });
+    });
+    after(() => cluster.close());
+
+    test("one budget per sub across queues and nodes; requests without a sub share '~anonymous'", async () => {
+      const orders = await cluster.queue('orders');
+      const billing = await cluster.queue('billing');
+      const as = (sub: string | undefined, node: number) =>
+        client((cluster.brokers[node % cluster.brokers.length] as Broker).url, token(sub));
+      assert.equal((await as('alice', 0).push([{ queue: orders, payload: { i: 0 } }])).status, 201);
+      assert.equal((await as('alice', 1).push([{ queue: billing, payload: { i: 1 } }])).status, 201);
+      const refused = await as('alice', 0).push([{ queue: billing, payload: { i: 2 } }]);
+      assert.equal(refused.status, 429);
+      assert.match((refused.body as { error: string }).error, /^Tenant 'alice' is over its push limit of 2/);
+      assert.equal((await as('bob', 1).push([{ queue: orders, payload: { i: 3 } }])).status, 201);
+      assert.equal(
+        (await as(undefined, 0).push([0, 1].map((i) => ({ queue: orders, payload: { i } })))).status,
+        201,
+      );
+      const anonymous = await as(undefined, 1).push([{ queue: billing, payload: { i: 9 } }]);
+      assert.equal(anonymous.status, 429);
+      assert.match((anonymous.body as { error: string }).error, /^Tenant '~anonymous'/);
     });
   });
 }
