@@ -171,7 +171,9 @@ export async function startBroker(config: BrokerConfig, options: StartOptions = 
   });
   const denyList = new DenyList(() => clock.now());
   const revocations = new RevocationWatcher({ store: revocationStore, denyList, clock, log: app.log });
-  await revocations.start();
+  // Not awaited: with Redis away at boot the first read waits for its deadline, and the node
+  // listens at once (issue #9, defect 7); readiness waits for it instead (below).
+  void revocations.start();
   const longPoll = new LongPoll(activeStorage.availability, clock, (parked) =>
     brokerMetrics.parkedLongPolls.set(parked),
   );
@@ -236,6 +238,10 @@ export async function startBroker(config: BrokerConfig, options: StartOptions = 
 
   lifecycle.addReadinessCheck('storage', () => activeStorage.ready());
   lifecycle.addReadinessCheck('maintenance', () => maintenance.readiness());
+  // No traffic before the node knows which tokens are revoked (docs/security.md, "Revocation").
+  lifecycle.addReadinessCheck('revocations', async () =>
+    revocations.loaded ? undefined : 'the token revocation list has not been read yet',
+  );
   // Parked pops answer 204 at once so the listener can close without waiting for timeouts.
   lifecycle.onDrain(async () => longPoll.close());
   app.addHook('onClose', async () => {

@@ -202,9 +202,9 @@ export class Hub implements SubscriberRegistry {
       this.app.log.info({ prefix: this.config.MERCURE_REDIS_PREFIX }, 'using the Redis backend');
     }
     this.transport.onOrphanedSubscriptions((records) => this.track(this.announceOrphans(records)));
-    // Before the transport: no stream is served before the node knows the deny list (a Redis
-    // away at boot fails the read within the command deadline; the watcher retries each poll).
-    await this.revocationWatcher.start();
+    // Not awaited: with Redis away at boot the first read waits for its deadline, and the node
+    // must not (issue #9, defect 7). Readiness waits for it instead (createHub).
+    void this.revocationWatcher.start();
     await this.limits.start();
     await this.transport.start((update) => this.dispatch(update));
     const heartbeat = this.config.MERCURE_HEARTBEAT;
@@ -443,6 +443,10 @@ export function createHub(options: HubOptions): HubServer {
   registerHubRoutes(app, hub);
 
   lifecycle.addReadinessCheck('backend', () => hub.transport.readiness());
+  // No traffic before the node knows which tokens are revoked (docs/security.md, "Revocation").
+  lifecycle.addReadinessCheck('revocations', async () =>
+    hub.revocationWatcher.loaded ? undefined : 'the token revocation list has not been read yet',
+  );
   lifecycle.onDrain((deadline) => hub.drain(deadline));
   app.addHook('preClose', async () => hub.closeStreams());
   app.addHook('onClose', async () => hub.stop());

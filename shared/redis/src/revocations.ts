@@ -253,12 +253,16 @@ export class RevocationWatcher<Entry extends StoredRevocation> {
   private running: Promise<void> | undefined;
   private failing = false;
   private stopped = false;
+  private loadedOnce = false;
 
   constructor(private readonly options: RevocationWatcherOptions<Entry>) {
     this.interval = options.interval ?? REVOCATION_POLL_INTERVAL_MS;
   }
 
-  /** Loads the list (a failure is logged, not thrown: the node serves with an empty list) and starts polling. */
+  /**
+   * Loads the list (a failure is logged, not thrown: the next polls retry) and starts polling.
+   * A node need not wait for it to listen (Redis may be away at boot): `loaded` is its readiness.
+   */
   async start(): Promise<void> {
     await this.refresh();
     this.schedule();
@@ -275,6 +279,11 @@ export class RevocationWatcher<Entry extends StoredRevocation> {
       this.running = undefined;
     });
     return this.running;
+  }
+
+  /** Whether the list has been read once: until then a node must not be ready for traffic. */
+  get loaded(): boolean {
+    return this.loadedOnce;
   }
 
   /** Resolves once the read under way, if any, has been applied (a test waits on a poll it caused). */
@@ -306,6 +315,7 @@ export class RevocationWatcher<Entry extends StoredRevocation> {
         const added = denyList.replace(entries);
         if (added.length > 0) this.options.onAdded?.(added);
       }
+      this.loadedOnce = true;
       if (this.failing) {
         this.failing = false;
         log.info({}, 'revocation list readable again');

@@ -172,3 +172,32 @@ describe('revocation watcher', () => {
     await watcher.stop();
   });
 });
+
+describe('revocation watcher readiness', () => {
+  it('is loaded only once a read succeeded: a node started while storage fails is not ready', async () => {
+    const clock = new KeyClock(START);
+    let failing = true;
+    const inner = new MemoryRevocationStore<Entry>(clock, codec);
+    const watcher = new RevocationWatcher<Entry>({
+      store: {
+        add: (entry) => inner.add(entry),
+        remove: (id) => inner.remove(id),
+        list: () => inner.list(),
+        version: () => (failing ? Promise.reject(new Error('down')) : inner.version()),
+      },
+      clock,
+      log: { info: () => undefined },
+      denyList: { replace: (entries) => [...entries] },
+    });
+    await watcher.start();
+    assert.equal(watcher.loaded, false);
+    failing = false;
+    await clock.advance(REVOCATION_POLL_INTERVAL_MS);
+    await watcher.settled();
+    assert.equal(watcher.loaded, true);
+    failing = true;
+    await watcher.refresh();
+    assert.equal(watcher.loaded, true); // the last list read stays applied
+    await watcher.stop();
+  });
+});
