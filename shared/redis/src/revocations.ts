@@ -10,11 +10,14 @@
  *                                              without expiresAt are not in it)
  *   <prefix>revocations:{revocations}:version  counter, increased by every add and remove
  *
- * Writes are MULTI blocks (not Lua: nothing in them depends on a value read inside them), so a
- * resend by ioredis after a lost reply gives the same state: HSET of the same field and value,
- * ZADD of the same score, ZREM/HDEL of what is already gone are no-ops the second time; only
- * the version counter moves twice, and a version is only compared for a change, so a watcher
- * re-reads once more and finds nothing new. The cap is checked before the MULTI: two admin
+ * Writes are MULTI blocks (not Lua: nothing in them depends on a value read inside them) whose
+ * second run gives the same state: HSET of the same field and value, ZADD of the same score,
+ * ZREM/HDEL of what is already gone are no-ops; only the version counter moves twice, and a
+ * version is only compared for a change, so a watcher re-reads once more and finds nothing new.
+ * ioredis does not resend a MULTI whose reply was lost with its connection (it rejects it,
+ * "Command aborted due to connection close", although Redis may have applied it): that is
+ * answered as Redis unavailable (503, retry), and the retry of the admin call is such a second
+ * run (revocations-resend.test.ts). The cap is checked before the MULTI: two admin
  * calls racing on the last free place can store one entry over it, a bound of the number of
  * concurrent admin requests, not of the list.
  *
@@ -23,6 +26,7 @@
  */
 import type { RedisClient } from './client.js';
 import type { Clock } from './clock.js';
+import { RedisUnavailableError } from './deadline.js';
 import { loggableError } from './log-error.js';
 
 /** Most entries a deny list holds: each costs every node memory and every re-read bandwidth. */
@@ -170,9 +174,20 @@ export class RedisRevocationStore<Entry extends StoredRevocation> implements Rev
   }
 }
 
-/** A MULTI's replies; the first failed command's error is thrown. */
+/**
+ * A MULTI's replies; the first failed command's error is thrown. A transaction aborted by a lost
+ * connection may have been applied: it is refused as Redis unavailable, the edge's 503 (retry).
+ */
 async function execute(transaction: ReturnType<RedisClient['multi']>): Promise<unknown[]> {
-  const results = await transaction.exec();
+  let results: Awaited<ReturnType<typeof transaction.exec>>;
+  try {
+    results = await transaction.exec();
+  } catch (error) {
+    if (error instanceof Error && error.name === 'AbortError') {
+      throw new RedisUnavailableError('disconnected', error.message, { cause: error });
+    }
+    throw error;
+  }
   if (results === null) throw new Error('revocation transaction aborted');
   return results.map(([error, reply]) => {
     if (error) throw error;
