@@ -10,6 +10,7 @@ import { type LimitKind, TenantLimits } from '@herald/limits';
 import type { Histogram } from '@herald/metrics';
 import {
   type Clock,
+  loggableError,
   type OutageLogger,
   onShardedMessage,
   type RedisTopology,
@@ -129,7 +130,10 @@ export class RedisStorage implements BrokerStorage {
       defaults: options.limits ?? {},
       clock: backend.clock,
       scriptClock: options.scriptClock ?? 'redis',
-      onError: (error, what) => options.log.warn({ err: error }, `tenant limits: ${what} failed`),
+      // Once per kind of round until it succeeds again, without a stack: an outage's own lines
+      // (OutageLog) say what happened to Redis.
+      onError: (error, what) =>
+        options.log.info({ error: loggableError(error) }, `tenant limits: ${what} failed`),
     });
     const { subscriber } = backend;
     // Control messages sent while this node was away are lost: read the flags afresh.

@@ -153,7 +153,7 @@ export class Hub implements SubscriberRegistry {
       clock,
       scriptClock: options.clock ? 'key' : 'redis',
       refusals: this.metrics.limitRefusals,
-      log: (message, details) => app.log.warn(details, message),
+      log: (message, details) => app.log.info(details, message),
     });
     this.transport = redis
       ? new RedisTransport({

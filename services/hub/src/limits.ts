@@ -13,6 +13,7 @@ import {
   type Clock,
   closeRedis,
   createRedis,
+  loggableError,
   type Redis,
   type RedisClient,
   type RedisTopology,
@@ -125,12 +126,16 @@ export class HubLimits {
       slotLeaseMs: options.slotLeaseMs,
       // The in-process engine's TIME is the node's clock already.
       scriptClock: options.topology ? options.scriptClock : 'redis',
-      onError: (error, what) => options.log(`tenant limits: ${what} failed`, { err: error }),
+      // Once per kind of round until it succeeds again, without a stack (the transport's outage
+      // lines say what happened to Redis).
+      onError: (error, what) => options.log(`tenant limits: ${what} failed`, { error: loggableError(error) }),
     });
     this.limits = limits;
     await limits
       .start()
-      .catch((error: unknown) => options.log('tenant limits: overrides not read yet', { err: error }));
+      .catch((error: unknown) =>
+        options.log('tenant limits: overrides not read yet', { error: loggableError(error) }),
+      );
     return limits;
   }
 
