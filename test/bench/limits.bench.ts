@@ -13,6 +13,7 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createHmac } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -26,7 +27,9 @@ const PUSH_B1_REQUESTS = Number(process.env.BENCH_PUSH_B1 ?? 20_000);
 const PUSH_B100_REQUESTS = Number(process.env.BENCH_PUSH_B100 ?? 1500);
 const PUBLISHES = Number(process.env.BENCH_PUBLISHES ?? 15_000);
 const WARMUP = 2000;
-const ROUNDS = 2;
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2);
+/** `broker` or `hub` runs that service's rows only (default both). */
+const ONLY = process.env.BENCH_ONLY;
 const SECRET = 'limits-bench-secret-0123456789abcdef0123';
 const PAYLOAD = { orderId: 12345, customer: 'c-42', amount: 99.5, items: ['a', 'b', 'c'] };
 
@@ -85,6 +88,7 @@ async function startNode(
     stdio: ['ignore', 'ignore', 'inherit'],
   });
   children.add(child);
+  nodePid = child.pid ?? 0;
   child.once('exit', () => children.delete(child));
   const base = `http://127.0.0.1:${port}`;
   await waitFor(async () => (await fetch(`${base}/readyz`).catch(() => undefined))?.status === 200, {
@@ -99,19 +103,43 @@ async function stopNode(child: ChildProcess): Promise<void> {
   await new Promise((resolve) => child.once('exit', resolve));
 }
 
-/** Runs `requests` requests, CONCURRENCY at a time; returns requests per second. */
-async function drive(requests: number, one: (index: number) => Promise<void>): Promise<number> {
+/** CPU time (user + system, ms) a process has used: /proc/<pid>/stat, in clock ticks of 10 ms. */
+function cpuMs(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
+  return (Number(fields[11]) + Number(fields[12])) * 10;
+}
+
+/** The node under test: its CPU is read around each measured window. */
+let nodePid = 0;
+
+/**
+ * Runs `requests` requests, CONCURRENCY at a time; returns requests per second and the node's
+ * CPU µs per request (steadier than the rate on a shared 2-core machine: the other processes'
+ * load moves the rate, much less the node's own work per request).
+ */
+async function drive(
+  requests: number,
+  one: (index: number) => Promise<void>,
+): Promise<{ rate: number; cpuUs: number }> {
   let next = 0;
+  const cpuBefore = nodePid ? cpuMs(nodePid) : 0;
   const started = performance.now();
   await Promise.all(
     Array.from({ length: CONCURRENCY }, async () => {
       for (let index = next++; index < requests; index = next++) await one(index);
     }),
   );
-  return requests / ((performance.now() - started) / 1000);
+  const seconds = (performance.now() - started) / 1000;
+  const cpu = nodePid ? cpuMs(nodePid) - cpuBefore : Number.NaN;
+  return { rate: requests / seconds, cpuUs: (cpu * 1000) / requests };
 }
 
-async function pushRate(base: string, batch: number, requests: number): Promise<number> {
+/** Messages per second, and the node's CPU µs per message. */
+async function pushRate(
+  base: string,
+  batch: number,
+  requests: number,
+): Promise<{ rate: number; cpuUs: number }> {
   const pool = new Pool(base, { connections: CONCURRENCY });
   const push = async (index: number) => {
     const items = Array.from({ length: batch }, (_, i) => ({
@@ -128,12 +156,13 @@ async function pushRate(base: string, batch: number, requests: number): Promise<
     if (response.statusCode !== 201) throw new Error(`push answered ${response.statusCode}`);
   };
   await drive(WARMUP / batch, push);
-  const rate = await drive(requests, push);
+  const { rate, cpuUs } = await drive(requests, push);
   await pool.close();
-  return rate * batch;
+  return { rate: rate * batch, cpuUs: cpuUs / batch };
 }
 
-async function publishRate(base: string, requests: number): Promise<number> {
+/** Updates per second, and the node's CPU µs per update. */
+async function publishRate(base: string, requests: number): Promise<{ rate: number; cpuUs: number }> {
   const pool = new Pool(base, { connections: CONCURRENCY });
   const tokens = Array.from({ length: 8 }, (_, i) =>
     hs256({ sub: `publisher-${i}`, mercure: { publish: [{ match: '*' }] } }),
@@ -156,17 +185,34 @@ async function publishRate(base: string, requests: number): Promise<number> {
     if (response.statusCode !== 200) throw new Error(`publish answered ${response.statusCode}`);
   };
   await drive(WARMUP, publish);
-  const rate = await drive(requests, publish);
+  const result = await drive(requests, publish);
   await pool.close();
-  return rate;
+  return result;
 }
 
-const ROWS = ['push b1 (msg/s)', 'push b100 (msg/s)', 'publish (updates/s)'] as const;
-type Row = (typeof ROWS)[number];
+const ROWS = [
+  'push b1 (msg/s)',
+  'push b1 (node CPU µs/msg)',
+  'push b100 (msg/s)',
+  'push b100 (node CPU µs/msg)',
+  'publish (updates/s)',
+  'publish (node CPU µs/update)',
+] as const;
+type Row = 'push b1' | 'push b100' | 'publish';
+const UNITS: Record<Row, [string, string]> = {
+  'push b1': ['push b1 (msg/s)', 'push b1 (node CPU µs/msg)'],
+  'push b100': ['push b100 (msg/s)', 'push b100 (node CPU µs/msg)'],
+  publish: ['publish (updates/s)', 'publish (node CPU µs/update)'],
+};
 const results = new Map<string, number[]>();
-const record = (row: Row, variant: string, value: number) => {
-  const key = `${row}\n${variant}`;
-  results.set(key, [...(results.get(key) ?? []), value]);
+const record = (row: Row, variant: string, value: { rate: number; cpuUs: number }) => {
+  for (const [name, number] of [
+    [UNITS[row][0], value.rate],
+    [UNITS[row][1], value.cpuUs],
+  ] as const) {
+    const key = `${name}\n${variant}`;
+    results.set(key, [...(results.get(key) ?? []), number]);
+  }
 };
 
 console.log(
@@ -177,33 +223,37 @@ console.log(
 for (let round = 0; round < ROUNDS; round++) {
   const order = round % 2 === 0 ? variants : [...variants].reverse();
   for (const variant of order) {
-    const broker = await startNode('broker', variant.root, variant.broker);
-    record('push b1 (msg/s)', variant.name, await pushRate(broker.base, 1, PUSH_B1_REQUESTS));
-    record('push b100 (msg/s)', variant.name, await pushRate(broker.base, 100, PUSH_B100_REQUESTS));
-    await stopNode(broker.child);
-    const hub = await startNode('hub', variant.root, variant.hub);
-    record('publish (updates/s)', variant.name, await publishRate(hub.base, PUBLISHES));
-    await stopNode(hub.child);
+    if (ONLY !== 'hub') {
+      const broker = await startNode('broker', variant.root, variant.broker);
+      record('push b1', variant.name, await pushRate(broker.base, 1, PUSH_B1_REQUESTS));
+      record('push b100', variant.name, await pushRate(broker.base, 100, PUSH_B100_REQUESTS));
+      await stopNode(broker.child);
+    }
+    if (ONLY !== 'broker') {
+      const hub = await startNode('hub', variant.root, variant.hub);
+      record('publish', variant.name, await publishRate(hub.base, PUBLISHES));
+      await stopNode(hub.child);
+    }
     const admin = new Redis(redisServer.url);
     await admin.flushall();
     admin.disconnect();
   }
 }
 
+/** Whole numbers, one decimal below 100 (µs per message of a batch). */
+const format = (value: number) => (value < 100 ? value.toFixed(1) : String(Math.round(value)));
 const mean = (values: readonly number[]) => values.reduce((a, b) => a + b, 0) / values.length;
 const header = [
   'row',
   ...variants.map((v) => `${v.name} (runs)`),
   ...variants.slice(1).map((v) => `${v.name}/off`),
 ];
-const lines = ROWS.map((row) => {
+const lines = ROWS.filter((row) => results.has(`${row}\noff`)).map((row) => {
   const runs = variants.map((v) => results.get(`${row}\n${v.name}`) ?? []);
   const off = mean(runs[0] ?? []);
   return [
     row,
-    ...runs.map(
-      (values) => `${Math.round(mean(values))} (${values.map((value) => Math.round(value)).join(', ')})`,
-    ),
+    ...runs.map((values) => `${format(mean(values))} (${values.map(format).join(', ')})`),
     ...runs.slice(1).map((values) => `${(mean(values) / off).toFixed(2)}×`),
   ];
 });
