@@ -1,4 +1,5 @@
 import { AUTH_FAILURE_REASONS } from '@herald/auth';
+import { limitRefusalsCounter } from '@herald/limits';
 import { Counter, Gauge, type Metrics, withZeroSeries } from '@herald/metrics';
 import { lagOfGroup } from './lag.js';
 import type { AckStatus, BrokerStorage, QueueStats } from './storage.js';
@@ -237,16 +238,7 @@ export function createBrokerMetrics(
       'reason',
       AUTH_FAILURE_REASONS,
     ),
-    limitRefusals: withZeroSeries(
-      new Counter({
-        name: 'herald_limit_refusals_total',
-        help: 'Requests refused because a tenant was over its limit, by kind of limit.',
-        labelNames: ['kind'],
-        registers,
-      }),
-      'kind',
-      ['push', 'inflight'],
-    ),
+    limitRefusals: limitRefusalsCounter(base, ['push', 'inflight']),
     forgetQueue(queue) {
       // `__other__` is never forgotten: it may count other live queues too.
       if (!labels.forget(queue)) return;

@@ -1,4 +1,5 @@
 import { AUTH_FAILURE_REASONS } from '@herald/auth';
+import { limitRefusalsCounter } from '@herald/limits';
 import { Counter, Gauge, Histogram, type Metrics, withZeroSeries } from '@herald/metrics';
 import type { CloseReason } from './subscriber.js';
 
@@ -101,16 +102,7 @@ export function createHubMetrics(metrics: Metrics, sources: HubMetricSources): H
       'reason',
       HUB_AUTH_FAILURE_REASONS,
     ),
-    limitRefusals: withZeroSeries(
-      new Counter({
-        name: 'herald_limit_refusals_total',
-        help: 'Requests refused because a tenant was over its limit, by kind of limit.',
-        labelNames: ['kind'],
-        registers,
-      }),
-      'kind',
-      ['subscriptions', 'publish'],
-    ),
+    limitRefusals: limitRefusalsCounter(metrics, ['subscriptions', 'publish']),
     pubsubReconnects: new Counter({
       name: 'mercure_pubsub_reconnects_total',
       help: "Reconnections of this node's fan-out subscription.",

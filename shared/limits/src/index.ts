@@ -3,6 +3,7 @@ export {
   LIMIT_KINDS,
   type LimitKind,
   type LimitOverride,
+  limitRefusalsCounter,
   loadLimitScripts,
   MAX_LIMIT,
   MAX_OVERRIDES,

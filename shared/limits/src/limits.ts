@@ -1,5 +1,6 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
+import { Counter, type Metrics, withZeroSeries } from '@herald/metrics';
 import {
   type Clock,
   type LuaScript,
@@ -399,4 +400,22 @@ export class TenantLimits {
     const script: LuaScript = scriptNamed(this.scripts, name);
     return runScript(this.redis, script, [this.base], args);
   }
+}
+
+/**
+ * `herald_limit_refusals_total{kind}`: requests a service refused over a tenant's limit, one
+ * series per kind it enforces, each at 0 from the start. No tenant label: `sub` values come from
+ * clients and would add series without bound (per-tenant use is in the admin routes).
+ */
+export function limitRefusalsCounter(metrics: Metrics, kinds: readonly LimitKind[]): Counter<'kind'> {
+  return withZeroSeries(
+    new Counter({
+      name: 'herald_limit_refusals_total',
+      help: 'Requests refused because a tenant was over its limit, by kind of limit.',
+      labelNames: ['kind'],
+      registers: [metrics.registry],
+    }),
+    'kind',
+    kinds,
+  );
 }
