@@ -28,7 +28,8 @@ import {
 const TOPIC = 'https://example.com/limited';
 const LEASE = 3000;
 
-const subscriber = (sub: string) => signToken({ sub, mercure: { subscribe: [{ match: '*' }] } }, SUBSCRIBER_SECRET);
+const subscriber = (sub: string) =>
+  signToken({ sub, mercure: { subscribe: [{ match: '*' }] } }, SUBSCRIBER_SECRET);
 const admin = publisherToken([{ match: '*' }], { herald: { admin: true } });
 
 interface Nodes {
