@@ -9,7 +9,7 @@ import { after, before, describe, test } from 'node:test';
 import type { Broker } from '@herald/broker';
 import { testRedisUrl, uniquePrefix } from '@herald/testkit';
 import type { Browser, Page } from 'playwright-core';
-import { type HubProcess, publishOk, spawnHub, subscriberToken } from '../hub/support.js';
+import { type HubProcess, publisherToken, publishOk, spawnHub, subscriberToken } from '../hub/support.js';
 import {
   type Api,
   adminApi,
@@ -63,6 +63,8 @@ describe('console (admin, headless Chromium)', () => {
       MERCURE_CORS_ORIGINS: broker.url,
       REDIS_URL: await testRedisUrl(),
       MERCURE_REDIS_PREFIX: uniquePrefix('console-hub'),
+      // Far above what the views open: counted, never refused (the limits card reads the counts).
+      MERCURE_LIMIT_SUBSCRIPTIONS: '50',
     });
     assert.equal(
       (
@@ -345,6 +347,34 @@ describe('console (admin, headless Chromium)', () => {
     await publishOk(hub.url, { topic: TOPIC, data: '{"title":"live from the hub"}' });
     await waitForText(page.getByTestId('hub-tail-table'), 'live from the hub');
     await screenshot('hub');
+  });
+
+  test("Hub: the hub's tenants near their limits, with a hub admin token", async () => {
+    const adminToken = publisherToken([{ match: '*' }], { herald: { admin: true } });
+    await page.goto(`${broker.url}/console/#/hub`);
+    const form = page.getByTestId('hub-form');
+    await form.locator('input[name=hub]').fill(hub.url);
+    await form.locator('input[name=match]').fill(TOPIC);
+    await form.locator('input[name=token]').fill(subscriberToken([{ match: '*' }]));
+    await form.locator('input[name=adminToken]').fill(adminToken);
+    await form.getByRole('button', { name: 'Connect' }).click();
+    await waitForText(page.getByTestId('tail-state'), 'open');
+    // The tail is an anonymous-subject stream from this browser: one of its address's slots.
+    const override = await fetch(`${hub.origin}/herald/admin/limits/subscriptions/ip:127.0.0.1`, {
+      method: 'PUT',
+      headers: { authorization: `Bearer ${adminToken}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ limit: 1 }),
+    });
+    assert.equal(override.status, 200);
+    const table = page.getByTestId('hub-limits-table');
+    await waitForText(table, 'ip:127.0.0.1');
+    await waitForText(table, '100% — near its limit');
+    await waitForText(page.getByTestId('hub-limits-defaults'), 'streams per subject 50');
+    const removed = await fetch(`${hub.origin}/herald/admin/limits/subscriptions/ip:127.0.0.1`, {
+      method: 'DELETE',
+      headers: { authorization: `Bearer ${adminToken}` },
+    });
+    assert.equal(removed.status, 200);
   });
 
   test("no Content-Security-Policy violation on any view above, the hub's live tail included", () => {

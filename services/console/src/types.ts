@@ -142,3 +142,10 @@ export interface TenantLimits {
   overrides: { kind: string; tenant: string; limit: number }[];
   usage: { push: TenantUsage[]; inflight: TenantUsage[] };
 }
+
+/** The hub's limits (GET /herald/admin/limits on a hub node, with a hub admin token). */
+export interface HubTenantLimits {
+  defaults: { subscriptions: number | null; publish: number | null };
+  overrides: { kind: string; tenant: string; limit: number }[];
+  usage: { subscriptions: TenantUsage[]; publish: TenantUsage[] };
+}

@@ -35,12 +35,14 @@ export function registerCors(app: FastifyInstance, options: CorsOptions): void {
     reply.header('access-control-expose-headers', EXPOSED);
   });
 
-  const preflight = async (_request: unknown, reply: import('fastify').FastifyReply) => {
-    reply.header('access-control-allow-methods', 'GET, HEAD, POST, OPTIONS');
+  const preflight = (methods: string) => async (_request: unknown, reply: import('fastify').FastifyReply) => {
+    reply.header('access-control-allow-methods', methods);
     reply.header('access-control-allow-headers', ALLOWED_HEADERS);
     reply.header('access-control-max-age', '600');
     return reply.code(204).send();
   };
-  app.options('/.well-known/mercure', preflight);
-  app.options('/.well-known/mercure/*', preflight);
+  app.options('/.well-known/mercure', preflight('GET, HEAD, POST, OPTIONS'));
+  app.options('/.well-known/mercure/*', preflight('GET, HEAD, POST, OPTIONS'));
+  // Herald's admin routes (revocations, limits), for an operator's page such as the console.
+  app.options('/herald/admin/*', preflight('GET, POST, PUT, DELETE, OPTIONS'));
 }

@@ -9,8 +9,50 @@ import { useEffect, useState } from 'preact/hooks';
 import { Card, ErrorLine, formatTime, Json, Table } from '../components.js';
 import { href, type Route, usePoll, withQuery } from '../hooks.js';
 import { parsePrometheus, sum } from '../prometheus.js';
+import type { HubTenantLimits } from '../types.js';
+import { limitSetting, TenantUsageTable } from './limits.js';
 
 const HUB_TOKEN_KEY = 'herald.console.hubToken';
+const HUB_ADMIN_TOKEN_KEY = 'herald.console.hubAdminToken';
+
+const HUB_KIND_NAMES = { subscriptions: 'streams open at once', publish: 'publish rate (updates/s)' };
+
+/**
+ * The hub's tenants near their limits (GET /herald/admin/limits): needs a hub admin token, a
+ * publisher-key JWT carrying `"herald": {"admin": true}` (`herald token --hub-admin`).
+ */
+function HubTenants(props: { hubUrl: string; token: string }) {
+  const limits = usePoll(
+    async () => {
+      const response = await fetch(`${new URL(props.hubUrl).origin}/herald/admin/limits`, {
+        headers: authorization(props.token),
+      });
+      if (!response.ok) {
+        throw new Error(
+          `Limits: HTTP ${response.status}${response.status === 401 || response.status === 403 ? ' (a hub admin token is needed: herald token --hub-admin)' : ''}`,
+        );
+      }
+      return (await response.json()) as HubTenantLimits;
+    },
+    3000,
+    [props.hubUrl, props.token],
+  );
+  return (
+    <Card title="Hub tenants and their limits (cluster-wide)">
+      <ErrorLine error={limits.error} />
+      {limits.data && (
+        <>
+          <p class="muted small" data-testid="hub-limits-defaults">
+            Defaults: streams per subject {limitSetting(limits.data.defaults.subscriptions)}, publish rate{' '}
+            {limitSetting(limits.data.defaults.publish)}; {limits.data.overrides.length} override
+            {limits.data.overrides.length === 1 ? '' : 's'}.
+          </p>
+          <TenantUsageTable usage={limits.data.usage} kindNames={HUB_KIND_NAMES} testId="hub-limits-table" />
+        </>
+      )}
+    </Card>
+  );
+}
 
 interface Subscription {
   id: string;
@@ -177,7 +219,8 @@ export function HubView(props: { route: Route }) {
   const nodes = props.route.query.get('nodes') ?? '';
   const selector = props.route.query.get('match') ?? '';
   const [token, setToken] = useState(() => sessionStorage.getItem(HUB_TOKEN_KEY) ?? '');
-  const [draft, setDraft] = useState({ hub: hubUrl, nodes, match: selector, token });
+  const [adminToken, setAdminToken] = useState(() => sessionStorage.getItem(HUB_ADMIN_TOKEN_KEY) ?? '');
+  const [draft, setDraft] = useState({ hub: hubUrl, nodes, match: selector, token, adminToken });
   let problem: string | undefined;
   let origins: string[] = [];
   try {
@@ -196,6 +239,8 @@ export function HubView(props: { route: Route }) {
             event.preventDefault();
             sessionStorage.setItem(HUB_TOKEN_KEY, draft.token);
             setToken(draft.token);
+            sessionStorage.setItem(HUB_ADMIN_TOKEN_KEY, draft.adminToken);
+            setAdminToken(draft.adminToken);
             location.hash = withQuery(href('hub'), {
               hub: draft.hub,
               nodes: draft.nodes,
@@ -239,6 +284,17 @@ export function HubView(props: { route: Route }) {
               onInput={(event) => setDraft({ ...draft, token: (event.target as HTMLInputElement).value })}
             />
           </label>
+          <label>
+            <span>Hub admin token, for the tenants' limits (optional, kept in this tab only)</span>
+            <input
+              name="adminToken"
+              type="password"
+              value={draft.adminToken}
+              onInput={(event) =>
+                setDraft({ ...draft, adminToken: (event.target as HTMLInputElement).value })
+              }
+            />
+          </label>
           <button type="submit" class="primary">
             Connect
           </button>
@@ -254,6 +310,7 @@ export function HubView(props: { route: Route }) {
           <Nodes origins={origins} />
           <Subscriptions hubUrl={hubUrl} token={token} />
           {selector && <Tail hubUrl={hubUrl} token={token} selector={selector} />}
+          {adminToken && <HubTenants hubUrl={hubUrl} token={adminToken} />}
         </>
       )}
     </>

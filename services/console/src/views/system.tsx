@@ -13,57 +13,22 @@ import {
 import { usePoll } from '../hooks.js';
 import { sumBy } from '../prometheus.js';
 import { useRates } from '../rates.js';
-import type { Flags, NodeInfo, TenantLimits, TenantUsage } from '../types.js';
+import type { Flags, NodeInfo, TenantLimits } from '../types.js';
+import { limitSetting, TenantUsageTable } from './limits.js';
 
-/** A tenant at or past this share of its limit is shown as near it. */
-const NEAR_LIMIT = 0.8;
+const KIND_NAMES = { push: 'push rate (messages/s)', inflight: 'in flight (leased, unacked)' };
 
-const KIND_NAMES = { push: 'push rate (messages/s)', inflight: 'in flight (leased, unacked)' } as const;
-
-interface TenantRow extends TenantUsage {
-  kind: keyof typeof KIND_NAMES;
-  share: number;
-}
-
-/** Tenants seen in the last 10 minutes with a limit, fullest first: who is near their limit. */
+/** The broker's tenants seen in the last 10 minutes with a limit: who is near it. */
 function TenantLimitsCard(props: { limits: TenantLimits }) {
   const { limits } = props;
-  const rows: TenantRow[] = (['push', 'inflight'] as const)
-    .flatMap((kind) =>
-      limits.usage[kind]
-        .filter((entry) => entry.limit >= 0)
-        .map((entry) => ({ ...entry, kind, share: entry.limit === 0 ? 1 : entry.used / entry.limit })),
-    )
-    .sort((a, b) => b.share - a.share);
-  const setting = (value: number | null) => (value === null ? 'off' : String(value));
   return (
     <Card title="Tenants and their limits (cluster-wide)">
       <p class="muted small" data-testid="limits-defaults">
         Tenant: token <b>{limits.tenant === 'sub' ? 'sub' : 'queue namespace'}</b>. Defaults: push rate{' '}
-        {setting(limits.defaults.push)}, in flight {setting(limits.defaults.inflight)};{' '}
+        {limitSetting(limits.defaults.push)}, in flight {limitSetting(limits.defaults.inflight)};{' '}
         {limits.overrides.length} override{limits.overrides.length === 1 ? '' : 's'}.
       </p>
-      <Table
-        testId="limits-table"
-        rows={rows}
-        keyOf={(row) => `${row.kind}\n${row.tenant}`}
-        empty="No tenant with a limit was seen in the last 10 minutes."
-        columns={[
-          { title: 'Tenant', render: (row) => row.tenant },
-          { title: 'Limit', render: (row) => KIND_NAMES[row.kind] },
-          { title: 'Used', numeric: true, render: (row) => row.used },
-          { title: 'Of', numeric: true, render: (row) => row.limit },
-          {
-            title: 'Share',
-            numeric: true,
-            render: (row) => (
-              <span class={row.share >= NEAR_LIMIT ? 'badge near-limit' : undefined}>
-                {Math.round(row.share * 100)}%{row.share >= NEAR_LIMIT ? ' — near its limit' : ''}
-              </span>
-            ),
-          },
-        ]}
-      />
+      <TenantUsageTable usage={limits.usage} kindNames={KIND_NAMES} testId="limits-table" />
     </Card>
   );
 }
