@@ -237,15 +237,15 @@ export class TenantLimits {
     await this.run('inflight-settle', [tenantKey(tenant), leaseId, count, expiresAt, ...pairs]);
   }
 
-  /** Frees the in-flight slots of acknowledged messages (any tenant: found by their lease). */
+  /** Frees the in-flight slots of acknowledged messages (any tenant: found by their lease), once each. */
   async ackInFlight(
     acks: readonly { partitionId: string; group: string; transactionId: string }[],
-  ): Promise<number> {
-    if (acks.length === 0 || !this.anyApplies('inflight')) return 0;
+  ): Promise<void> {
+    if (acks.length === 0 || !this.anyApplies('inflight')) return;
     const args: string[] = [];
     for (const { partitionId, group, transactionId } of acks)
       args.push(partitionId, encodeURIComponent(group), transactionId);
-    return Number(await this.run('inflight-ack', args));
+    await this.run('inflight-ack', args);
   }
 
   /** Keeps a lease's slots held until its extended expiry. */

