@@ -37,6 +37,12 @@ export const hubSpec = {
   MERCURE_DEV: boolean({ default: false }),
   /** Publish subscription events and serve the active subscriptions API. */
   MERCURE_SUBSCRIPTIONS: boolean({ default: false }),
+  /**
+   * Each event of a `match*` subscription carries `topics` fields: the update's topics the
+   * subscriber may see (private updates: those its token allows), the field proposed upstream for
+   * the protocol's next revision (docs/hub.md, "The topics field"). Off by default.
+   */
+  MERCURE_TOPICS_FIELD: boolean({ default: false }),
   /** How long a node's claim on its subscription entries lives without renewal (cluster). */
   MERCURE_SUBSCRIPTIONS_LEASE: duration({ default: 15_000, min: 1000 }),
   /**

@@ -255,6 +255,7 @@ export class Hub implements SubscriberRegistry {
       subscribers: this,
       anonymousAllowed: this.anonymousAllowed,
       legacyClaims: this.config.MERCURE_LEGACY_CLAIMS,
+      topicsField: this.config.MERCURE_TOPICS_FIELD,
       acquireStream: (tenant) => this.limits.acquireStream(tenant),
       onReplayed: (count) => this.metrics.deliveriesTotal.inc(count),
       requestDuration: this.sharedMetrics.httpRequestDuration,
@@ -281,6 +282,7 @@ export class Hub implements SubscriberRegistry {
       principal: options.principal,
       canReceivePrivate: (topics) =>
         options.principal ? this.auth.canReceive(options.principal, topics) : false,
+      topicsField: options.topicsField ?? false,
       response: options.response,
       clock: this.clock,
       limits: {

@@ -34,14 +34,17 @@ export const HEARTBEAT = frameOf(':\n\n');
 const LINE_BREAK = /\r\n|\r|\n/;
 
 /**
- * One SSE event: `[event:]` `[retry:]` `id:` then one `data:` line per line of the data (split on
- * CRLF, CR and LF, as the SSE parser splits), then a blank line.
+ * One SSE event: `[event:]` `[retry:]` `id:`, then with `topics` one `topics:` line per topic
+ * (MERCURE_TOPICS_FIELD; topics hold no line break, publish refuses control characters), then
+ * one `data:` line per line of the data (split on CRLF, CR and LF, as the SSE parser splits),
+ * then a blank line.
  */
-export function formatEvent(update: Update): string {
+export function formatEvent(update: Update, topics?: readonly string[]): string {
   let text = '';
   if (update.type) text += `event: ${update.type}\n`;
   if (update.retry !== undefined) text += `retry: ${update.retry}\n`;
   text += `id: ${update.id}\n`;
+  if (topics) for (const topic of topics) text += `topics: ${topic}\n`;
   for (const line of update.data.split(LINE_BREAK)) text += `data: ${line}\n`;
   return `${text}\n`;
 }
@@ -54,6 +57,22 @@ export function eventFrame(update: Update): Frame {
   if (!frame) {
     frame = frameOf(formatEvent(update));
     frames.set(update, frame);
+  }
+  return frame;
+}
+
+const framesWithTopics = new WeakMap<Update, Frame>();
+
+/**
+ * The event frame with every topic of the update as `topics` fields: what each subscriber with
+ * the topics field gets of a public update, encoded once. A private update's list depends on the
+ * subscriber's token (Subscriber.frameOf).
+ */
+export function eventFrameWithTopics(update: Update): Frame {
+  let frame = framesWithTopics.get(update);
+  if (!frame) {
+    frame = frameOf(formatEvent(update, update.topics));
+    framesWithTopics.set(update, frame);
   }
   return frame;
 }

@@ -46,6 +46,8 @@ export interface RegisterOptions {
   readonly replay: boolean;
   /** Gives back the stream's slot of its tenant's limit, when it closes. */
   readonly releaseSlot?: () => void;
+  /** Events carry `topics` fields (MERCURE_TOPICS_FIELD, a `match*` subscription). */
+  readonly topicsField?: boolean;
 }
 
 /** This node's open streams, as the subscribe handler sees them (the hub implements it). */
@@ -65,6 +67,8 @@ export interface SubscribeDependencies {
   readonly anonymousAllowed: boolean;
   /** MERCURE_LEGACY_CLAIMS: the 0.x `topic` parameter is read as a matcher. */
   readonly legacyClaims: boolean;
+  /** MERCURE_TOPICS_FIELD: `topics` fields on the events of subscriptions using `match*`. */
+  readonly topicsField: boolean;
   /**
    * Takes a stream slot of the subscriber's tenant (limits.ts): what gives it back, or the 429
    * over the tenant's limit.
@@ -199,6 +203,8 @@ export async function handleSubscribe(
     response,
     replay: cursor !== undefined,
     releaseSlot,
+    // A subscription of the 0.x `topic` parameter alone keeps the 0.x events (upstream's rule).
+    topicsField: dependencies.topicsField && query.matchers.some((matcher) => !matcher.legacy),
   });
   request.raw.socket.setNoDelay(true);
 

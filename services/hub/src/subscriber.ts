@@ -3,7 +3,7 @@ import type { Socket } from 'node:net';
 import type { Clock } from '@herald/redis';
 import { takesCopy } from './partitions.js';
 import type { Principal } from './principal.js';
-import { eventFrame, type Frame, HEARTBEAT } from './sse.js';
+import { eventFrame, eventFrameWithTopics, type Frame, formatEvent, frameOf, HEARTBEAT } from './sse.js';
 import type { TopicMatcher } from './topic-matcher.js';
 import { type Cursor, comparePositions, isCovered, type StoredUpdate } from './update.js';
 
@@ -35,6 +35,12 @@ export interface SubscriberOptions {
   readonly principal: Principal | undefined;
   /** Decides delivery of private updates against the current token (auth.md, subscribers). */
   readonly canReceivePrivate: (topics: readonly string[]) => boolean;
+  /**
+   * Events carry `topics` fields (MERCURE_TOPICS_FIELD on, and the subscription uses `match*`):
+   * every topic of a public update, the topics `canReceivePrivate` allows one by one of a
+   * private one, in publication order.
+   */
+  readonly topicsField?: boolean;
   readonly response: ServerResponse;
   readonly limits: SubscriberLimits;
   /** The node's clock: write times, the dispatch timer and `closeAt` run on it. */
@@ -70,6 +76,7 @@ export class Subscriber {
   private readonly response: ServerResponse;
   private readonly limits: SubscriberLimits;
   private readonly canReceivePrivate: (topics: readonly string[]) => boolean;
+  private readonly topicsField: boolean;
   private readonly onClose: SubscriberOptions['onClose'];
   /** Set once the headers are out: events then go straight to the socket, pre-framed. */
   private socket: Socket | undefined;
@@ -103,6 +110,7 @@ export class Subscriber {
     this.clock = options.clock;
     this.lastWriteAt = options.clock.now();
     this.canReceivePrivate = options.canReceivePrivate;
+    this.topicsField = options.topicsField ?? false;
     this.onClose = options.onClose;
     this.response.on('close', () => this.close('client'));
   }
@@ -182,7 +190,15 @@ export class Subscriber {
       return;
     }
     this.deliveries += 1;
-    this.write(eventFrame(update));
+    this.write(this.frameOf(update));
+  }
+
+  /** The bytes of an update for this subscriber: shared by all, but a private update's topics. */
+  private frameOf(update: StoredUpdate): Frame {
+    if (!this.topicsField) return eventFrame(update);
+    if (!update.private) return eventFrameWithTopics(update);
+    const disclosed = update.topics.filter((topic) => this.canReceivePrivate([topic]));
+    return frameOf(formatEvent(update, disclosed));
   }
 
   /** A replayed event: matching and entitlement are checked here, against the current token. */
@@ -190,7 +206,7 @@ export class Subscriber {
     if (this.closed || update.id === this.skipId || !this.matchesTopics(update.topics)) return false;
     if (!this.takesCopy(update) || !this.isEntitledTo(update)) return false;
     this.deliveries += 1;
-    this.write(eventFrame(update));
+    this.write(this.frameOf(update));
     return true;
   }
 

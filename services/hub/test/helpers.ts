@@ -98,6 +98,8 @@ export interface SseEvent {
   event?: string;
   data: string;
   retry?: number;
+  /** `topics` fields (MERCURE_TOPICS_FIELD), in order; present only when the event has some. */
+  topics?: string[];
 }
 
 /** A minimal SSE client over node:http: the tests parse the stream themselves. */
@@ -106,10 +108,16 @@ export class SseStream {
   comments = 0;
   ended = false;
   private buffer = '';
-  private current: { id?: string; event?: string; data: string[]; retry?: number; seen: boolean } = {
-    data: [],
-    seen: false,
-  };
+  /** Everything the stream carried, as received. */
+  text = '';
+  private current: {
+    id?: string;
+    event?: string;
+    data: string[];
+    retry?: number;
+    topics: string[];
+    seen: boolean;
+  } = { data: [], topics: [], seen: false };
   private readonly listeners = new Set<() => void>();
 
   private constructor(
@@ -153,6 +161,7 @@ export class SseStream {
   }
 
   private feed(chunk: string): void {
+    this.text += chunk;
     this.buffer += chunk;
     let newline = this.buffer.indexOf('\n');
     while (newline !== -1) {
@@ -167,15 +176,16 @@ export class SseStream {
   private line(line: string): void {
     if (line === '') {
       if (this.current.seen) {
-        const { id, event, data, retry } = this.current;
+        const { id, event, data, retry, topics } = this.current;
         this.events.push({
           data: data.join('\n'),
           ...(id !== undefined ? { id } : {}),
           ...(event !== undefined ? { event } : {}),
           ...(retry !== undefined ? { retry } : {}),
+          ...(topics.length > 0 ? { topics } : {}),
         });
       }
-      this.current = { data: [], seen: false };
+      this.current = { data: [], topics: [], seen: false };
       return;
     }
     if (line.startsWith(':')) {
@@ -191,6 +201,7 @@ export class SseStream {
     else if (field === 'id') this.current.id = value;
     else if (field === 'event') this.current.event = value;
     else if (field === 'retry') this.current.retry = Number(value);
+    else if (field === 'topics') this.current.topics.push(value);
   }
 
   private notify(): void {
