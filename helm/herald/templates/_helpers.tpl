@@ -291,6 +291,8 @@ REDIS_SENTINELS, REDIS_CLUSTER_NODES, by redis.mode; passwords only through a Se
   value: {{ $mercure.anonymous | toString | quote }}
 - name: MERCURE_SUBSCRIPTIONS
   value: {{ $mercure.subscriptions | toString | quote }}
+- name: MERCURE_TOPICS_FIELD
+  value: {{ $mercure.topicsField | default false | toString | quote }}
 - name: MERCURE_LEGACY_CLAIMS
   value: {{ $mercure.legacyClaims | toString | quote }}
 - name: MERCURE_PUBLISHER_JWT_ALG
