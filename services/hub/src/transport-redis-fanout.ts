@@ -228,6 +228,9 @@ export class RedisFanout {
   async start(listener: UpdateListener): Promise<{ readonly verified: Promise<void> }> {
     const { subscriber, command, histories, probeChannels } = this.options;
     this.listener = listener;
+    // Connected before start() (the node awaited other work first): that was the first connect,
+    // so the next 'ready' is a reconnect and is reported as one.
+    if (subscriber.status === 'ready') this.subscriberReadyCount += 1;
     subscriber.on('ready', () => this.onSubscriptionEstablished());
     subscriber.on('close', () => this.onSubscriptionLost());
     onShardedMessage(subscriber, (channel, message) => this.onMessage(channel, message));

@@ -7,9 +7,11 @@ import assert from 'node:assert/strict';
 import { after, describe, test } from 'node:test';
 import { createMetrics } from '@herald/metrics';
 import { RedisServer, uniquePrefix, waitFor } from '@herald/testkit';
+import { Redis } from 'ioredis';
 import { parseHubConfig } from '../src/config.js';
 import { asHubError, HubError, TransportUnavailableError } from '../src/errors.js';
 import { startHub } from '../src/hub.js';
+import { RedisTransport } from '../src/transport-redis.js';
 import { cleanupRedis, PUBLISHER_SECRET, publish, publisherToken, SUBSCRIBER_SECRET } from './helpers.js';
 
 after(cleanupRedis);
@@ -60,6 +62,41 @@ describe('transport errors and events at the hub', () => {
       assert.equal(refused.body, 'The update backend is unavailable; retry later');
     } finally {
       await server.app.close();
+      await redis.destroy();
+    }
+  });
+
+  test('a subscription ready before the transport started still reports its first reconnect', async () => {
+    // Defect: the fan-out counted 'ready' events to tell a reconnect from the first connect, so
+    // when the subscriber connection was up before start() (the node awaited other work first)
+    // its first reconnect was taken for the first connect: no fanout-reconnected event, no
+    // mercure_pubsub_reconnects_total, no log line (the gap was still filled).
+    const redis = await RedisServer.start();
+    const admin = new Redis(redis.url);
+    const transport = new RedisTransport({
+      url: redis.url,
+      prefix: uniquePrefix('hub-ready-first'),
+      historySize: 100,
+      historyTtl: 0,
+      metrics: createMetrics(),
+      subscriptions: false,
+      subscriptionsLease: 15_000,
+      probeInterval: 100,
+      probeTimeout: 500,
+    });
+    try {
+      const subscriber = (transport as unknown as { subscriber: Redis }).subscriber;
+      await waitFor(() => subscriber.status === 'ready', { what: 'the subscriber connection, before start' });
+      let reconnects = 0;
+      transport.events.on('fanout-reconnected', () => {
+        reconnects += 1;
+      });
+      await transport.start(() => undefined);
+      await admin.client('KILL', 'TYPE', 'pubsub');
+      await waitFor(() => reconnects === 1, { what: 'fanout-reconnected after the subscriber was cut' });
+    } finally {
+      await transport.stop();
+      admin.disconnect();
       await redis.destroy();
     }
   });
