@@ -131,7 +131,9 @@ export class HubLimits {
       onError: (error, what) => options.log(`tenant limits: ${what} failed`, { error: loggableError(error) }),
     });
     this.limits = limits;
-    await limits
+    // Not awaited: a node on a Redis that is away at boot starts at once (issue #9, defect 7);
+    // the defaults apply meanwhile, and the overrides from the first read that succeeds.
+    limits
       .start()
       .catch((error: unknown) =>
         options.log('tenant limits: overrides not read yet', { error: loggableError(error) }),
