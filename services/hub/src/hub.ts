@@ -113,7 +113,7 @@ export class Hub implements SubscriberRegistry {
       app.log[level](details ?? {}, message);
     const redis = redisTopologyFrom(config);
     // Its own connection: the transport's are its own, and a deny-list read must not queue
-    // behind a history read.
+    // behind a history read. The tenant limits use it too (a few small calls per request).
     this.revocationsRedis = redis
       ? createRedis({
           topology: redis,
@@ -137,7 +137,7 @@ export class Hub implements SubscriberRegistry {
       onAdded: () => this.closeRevokedStreams(),
     });
     this.limits = new HubLimits({
-      topology: redis,
+      redis: this.revocationsRedis,
       prefix: config.MERCURE_REDIS_PREFIX,
       defaults: {
         ...(config.MERCURE_LIMIT_SUBSCRIPTIONS !== undefined
@@ -148,7 +148,6 @@ export class Hub implements SubscriberRegistry {
           : {}),
       },
       slotLeaseMs: config.MERCURE_LIMIT_LEASE,
-      commandTimeout: config.REDIS_COMMAND_TIMEOUT,
       nodeId: uuidv7(),
       clock,
       scriptClock: options.clock ? 'key' : 'redis',
@@ -407,11 +406,12 @@ export class Hub implements SubscriberRegistry {
     this.stopped = true;
     this.heartbeatTimer?.();
     await this.revocationWatcher.stop();
+    // Before their shared connection closes: the node's stream slots are given back at once.
+    await settleWithin(this.limits.stop(), ANNOUNCEMENTS_STOP_TIMEOUT);
     if (this.revocationsRedis) await closeRedis(this.revocationsRedis);
     // Bounded: with Redis unreachable these would wait in the offline queue forever.
     await settleWithin(Promise.allSettled([...this.pendingAnnouncements]), ANNOUNCEMENTS_STOP_TIMEOUT);
     await this.transport.stop();
-    await this.limits.stop();
     this.auth.close();
   }
 }

@@ -9,15 +9,7 @@
  */
 import { isLimitKind, MAX_LIMIT, MAX_OVERRIDES, type Refusal, TenantLimits } from '@herald/limits';
 import type { Counter } from '@herald/metrics';
-import {
-  type Clock,
-  closeRedis,
-  createRedis,
-  loggableError,
-  type Redis,
-  type RedisClient,
-  type RedisTopology,
-} from '@herald/redis';
+import { type Clock, closeRedis, loggableError, type Redis, type RedisClient } from '@herald/redis';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { authorizeHubAdmin } from './admin.js';
 import type { HubAuthorization } from './authorization.js';
@@ -30,8 +22,6 @@ export const ADMIN_LIMITS_PATH = '/herald/admin/limits';
 const HUB_KINDS = ['subscriptions', 'publish'] as const;
 type HubKind = (typeof HUB_KINDS)[number];
 
-/** Reply deadline of the limits' Redis calls when REDIS_COMMAND_TIMEOUT is not set. */
-const LIMITS_COMMAND_TIMEOUT = 2000;
 /** Longest tenant name an override may name. */
 const MAX_TENANT_NAME = 1024;
 
@@ -58,11 +48,14 @@ export function limitError(refusal: Refusal): HubError {
 }
 
 export interface HubLimitsOptions {
-  /** The hub's Redis; undefined: the in-process backend (an in-process engine, started on need). */
-  readonly topology: RedisTopology | undefined;
+  /**
+   * The connection to the hub's Redis (the node's fail-fast connection of the deny list, shared:
+   * both are a few small calls, owned and closed by the hub); undefined: the in-process backend,
+   * an in-process engine started on need.
+   */
+  readonly redis: RedisClient | undefined;
   readonly prefix: string;
   readonly defaults: { readonly subscriptions?: number; readonly publish?: number };
-  readonly commandTimeout: number | undefined;
   /** MERCURE_LIMIT_LEASE: how long a node's stream slots count without a renewal. */
   readonly slotLeaseMs: number;
   readonly nodeId: string;
@@ -77,8 +70,8 @@ export interface HubLimitsOptions {
 export class HubLimits {
   private limits: TenantLimits | undefined;
   private starting: Promise<TenantLimits> | undefined;
-  private redis: RedisClient | undefined;
-  private engine: { close(): Promise<void> } | undefined;
+  /** The in-process engine and its client, when this node has no Redis (closed at stop). */
+  private engine: { close(): Promise<void>; client: Redis } | undefined;
 
   constructor(private readonly options: HubLimitsOptions) {}
 
@@ -89,7 +82,7 @@ export class HubLimits {
 
   /** On Redis, or with a default set: counting starts with the node (overrides are read). */
   async start(): Promise<void> {
-    if (this.options.topology || this.anyDefault) await this.ensure().catch(() => undefined);
+    if (this.options.redis || this.anyDefault) await this.ensure().catch(() => undefined);
   }
 
   /** The limits, their connection (or engine) made on first need. */
@@ -100,23 +93,17 @@ export class HubLimits {
 
   private async open(): Promise<TenantLimits> {
     const { options } = this;
-    let redis: RedisClient;
-    if (options.topology) {
-      redis = createRedis({
-        topology: options.topology,
-        connectionName: 'herald-hub-limits',
-        commandTimeout: options.commandTimeout ?? LIMITS_COMMAND_TIMEOUT,
-      });
-    } else {
+    let redis = options.redis;
+    if (!redis) {
       // Loaded here: a hub on Redis, or without limits, never loads the engine and its Lua VM.
       const { EmbeddedRedis } = await import('@herald/embedded-redis');
       const engine = await EmbeddedRedis.start({ clock: options.clock });
-      this.engine = engine;
       const { Redis: Client } = await import('ioredis');
-      redis = new Client(engine.path) as Redis;
+      const client = new Client(engine.path) as Redis;
+      client.on('error', () => undefined);
+      this.engine = { client, close: () => engine.close() };
+      redis = client;
     }
-    this.redis = redis;
-    redis.on('error', () => undefined);
     const limits = new TenantLimits({
       redis,
       prefix: options.prefix,
@@ -125,7 +112,7 @@ export class HubLimits {
       clock: options.clock,
       slotLeaseMs: options.slotLeaseMs,
       // The in-process engine's TIME is the node's clock already.
-      scriptClock: options.topology ? options.scriptClock : 'redis',
+      scriptClock: options.redis ? options.scriptClock : 'redis',
       // Once per kind of round until it succeeds again, without a stack (the transport's outage
       // lines say what happened to Redis).
       onError: (error, what) => options.log(`tenant limits: ${what} failed`, { error: loggableError(error) }),
@@ -175,8 +162,10 @@ export class HubLimits {
   async stop(): Promise<void> {
     await this.starting?.catch(() => undefined);
     await this.limits?.stop();
-    if (this.redis) await closeRedis(this.redis);
-    await this.engine?.close();
+    if (this.engine) {
+      await closeRedis(this.engine.client);
+      await this.engine.close();
+    }
   }
 
   /** The admin routes (docs/hub.md, "Limits per tenant"): admin token as for revocations. */

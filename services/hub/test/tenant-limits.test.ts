@@ -123,10 +123,9 @@ for (const backend of BACKENDS) {
           [200, 200],
         );
         assert.equal((await open(node(nodes, 0), carol)).status, 429);
-        // Node 1 dies: its limits connection is gone, so it neither renews nor gives slots back.
+        // Node 1 dies: the connection its limits use is gone, so it neither renews nor gives slots back.
         const doomed = nodes.hubs.pop() as TestHub;
-        const limits = doomed.server.hub.limits as unknown as { redis: Redis };
-        limits.redis.disconnect();
+        (doomed.server.hub as unknown as { revocationsRedis: Redis }).revocationsRedis.disconnect();
         await doomed.close();
         await nodes.clock.advance(LEASE - 1);
         assert.equal((await open(node(nodes, 0), carol)).status, 429);
