@@ -94,7 +94,11 @@ export class Subscriber {
   private snapshot: Cursor | undefined;
   /** Updates this cursor covers are already known to the client (its Last-Event-ID). */
   private skipCursor: Cursor | undefined;
-  /** The client's Last-Event-ID: never sent again (a resume across partitions starts before it). */
+  /**
+   * The client's Last-Event-ID: never sent again, replayed or live (a resume across partitions
+   * starts before it, and a partition joined for this subscriber delivers from its join point, a
+   * lower bound of Redis time that may precede it).
+   */
   private skipId: string | undefined;
   lastWriteAt: number;
   closed = false;
@@ -182,7 +186,7 @@ export class Subscriber {
 
   /** Live delivery, called by the fan-out once matching and entitlement were checked. */
   deliver(update: StoredUpdate): void {
-    if (this.closed) return;
+    if (this.closed || update.id === this.skipId) return;
     if (this.skipCursor !== undefined && isCovered(this.skipCursor, update)) return;
     if (this.replayBuffer) {
       this.replayBuffer.push(update);
