@@ -5,12 +5,14 @@
   ARGV[2]   task: stored when the queue is created
   ARGV[3..] items: 7 entries each: partition (URI-encoded), partitionId, transactionId,
             messageId, traceId, data (JSON text), producerSub
-  Returns { 'OK', {status, messageId}... } (status 1 queued, 0 duplicate) or
+  Returns { 'OK', {status, messageId}..., intents } (status 1 queued, 0 duplicate; intents: how
+  many the queue's bridge recorded in its outbox, includes/outbox.lua) or
   { 'FULL', size, maxSize } when maxSize would be exceeded, or { 'CLEAR' } when the queue has
   encryptionEnabled and an item's payload is not sealed (nothing written either way).
   Resend-safe: per request id (shared/redis/README.md). Dedup by transactionId; an item found
   stored under its own messageId (generated per request by the node) is this request's first run:
-  'queued'. A refusal (FULL, CLEAR) writes nothing, so a resend refuses again.
+  'queued'. A refusal (FULL, CLEAR) writes nothing, so a resend refuses again. Outbox intents
+  are recorded for fresh messages only, so a resend records none again.
 ]]
 --@include clear-on-sealed-queue
 --@include clock
@@ -27,4 +29,4 @@ end
 if clear_on_sealed_queue(base, items) then return { 'CLEAR' } end
 local results, size = push_items(base, items, cfg, now, ARGV[1], ARGV[2])
 if not results then return { 'FULL', size, cfg.maxSize } end
-return { 'OK', results }
+return { 'OK', results, outbox_written }

@@ -30,7 +30,8 @@
   nothing applied, the node reads the registry again), {"ok":false,"error":...} (nothing
   applied), {"clear":<queue>} (a sink queue has encryptionEnabled and a push to it is not
   sealed: the node read the option before it was turned on; nothing applied, the node seals
-  and sends the cycle again), or {"ok":true,"applied":n,"pushes":[...],"ack":{...}|false}.
+  and sends the cycle again), or {"ok":true,"applied":n,"pushes":[...],"ack":{...}|false,
+  "intents":n} (outbox intents the pushes to bridged sink queues recorded, includes/outbox.lua).
   Resend-safe: per request id (shared/redis/README.md). A committed cycle's answer is stored under
   its cycle id (a hash of the request body) for ARGV[5] seconds; a second run, a resent script or
   a client retrying the same body, finds it and answers it without applying anything again. A
@@ -235,6 +236,6 @@ if ack then
   ack_result = { count = count, released = released, dlq = dlq }
 end
 
-local answer = cjson.encode({ ok = true, applied = #ops, pushes = pushed, ack = ack_result })
+local answer = cjson.encode({ ok = true, applied = #ops, pushes = pushed, ack = ack_result, intents = outbox_written })
 redis.call('SET', memo_key, answer, 'EX', memory)
 return answer

@@ -1,4 +1,15 @@
-import { boolean, duration, enumOf, hexBytes, hexBytesList, integer, list, string } from '@herald/config';
+import { SUPPORTED_ALGORITHMS } from '@herald/auth';
+import {
+  boolean,
+  duration,
+  enumOf,
+  hexBytes,
+  hexBytesList,
+  integer,
+  list,
+  string,
+  url,
+} from '@herald/config';
 import { httpSettings } from '@herald/http';
 import { redisSettings } from '@herald/redis';
 import { brokerAuthSettings } from './auth.js';
@@ -57,6 +68,16 @@ export const brokerSpec = {
   BROKER_LIMIT_PUSH_RATE: integer({ min: 0, max: 1_000_000_000 }),
   /** Messages a tenant may hold leased and unacknowledged at once. */
   BROKER_LIMIT_IN_FLIGHT: integer({ min: 0, max: 1_000_000_000 }),
+  /**
+   * The Mercure hub the outbox relays to (docs/broker-outbox.md): its publish URL
+   * (`…/.well-known/mercure`). Unset: no relay runs on this node, and configure refuses
+   * `bridgeTopic` and transactions refuse `publish` operations.
+   */
+  BROKER_HUB_URL: url({ protocols: ['http:', 'https:'] }),
+  /** The key the broker signs its publisher tokens with: the hub's MERCURE_PUBLISHER_JWT_KEY for
+   * an HMAC algorithm, the PKCS#8 private key PEM matching it otherwise. */
+  BROKER_HUB_JWT_KEY: string(),
+  BROKER_HUB_JWT_ALG: enumOf(SUPPORTED_ALGORITHMS, { default: 'HS256', caseInsensitive: true }),
   /** Queues with their own `queue` label in /metrics; the rest share `queue="__other__"`. */
   BROKER_METRICS_MAX_QUEUES: integer({ default: 1000, min: 0, max: 100_000 }),
   /**

@@ -20,6 +20,8 @@ export interface BrokerContext {
   readonly defaultTimeout: number;
   /** Per-tenant push rate and in-flight budgets (tenant-limits.ts). */
   readonly limits: BrokerLimits;
+  /** BROKER_HUB_URL is set: this node relays outboxes to a hub (bridges, transaction publishes). */
+  readonly hubConfigured: boolean;
   /** BROKER_MAX_PAYLOAD_BYTES: the largest serialized payload one push item may carry. */
   readonly maxPayloadBytes: number;
 }

@@ -18,14 +18,17 @@ import { brokerAuthPlugin, requireDeclaredAccess } from './auth.js';
 import type { BrokerConfig } from './config.js';
 import type { BrokerContext } from './context.js';
 import { PayloadCipher, PayloadEncryption } from './encryption.js';
+import { HubPublisher } from './hub-publisher.js';
 import { LongPoll } from './long-poll.js';
 import { type Maintenance, startMemoryMaintenance, startRedisMaintenance } from './maintenance.js';
 import { createBrokerMetrics } from './metrics.js';
+import { OutboxRelay } from './outbox.js';
 import { registerConventions } from './routes/common.js';
 import { registerConsoleRoutes } from './routes/console.js';
 import { registerConsumerGroupRoutes } from './routes/consumer-groups.js';
 import { registerDataPlaneRoutes } from './routes/data-plane.js';
 import { registerLimitRoutes } from './routes/limits.js';
+import { registerOutboxRoutes } from './routes/outbox.js';
 import { registerResourceRoutes } from './routes/resources.js';
 import { registerRevocationRoutes } from './routes/revocations.js';
 import { registerStatusRoutes } from './routes/status.js';
@@ -80,6 +83,33 @@ export interface StartOptions {
 const REVOCATIONS_COMMAND_TIMEOUT = 2000;
 
 /** Starts one broker node: storage, maintenance, HTTP listener. */
+/** The outbox's way to the hub (BROKER_HUB_URL, BROKER_HUB_JWT_KEY), or undefined when none is set. */
+function hubPublisherFrom(config: BrokerConfig, clock: Clock): HubPublisher | undefined {
+  if (!config.BROKER_HUB_URL) {
+    if (config.BROKER_HUB_JWT_KEY)
+      throw new ConfigError('BROKER_HUB_JWT_KEY', 'is set without BROKER_HUB_URL');
+    return undefined;
+  }
+  if (!config.BROKER_HUB_JWT_KEY)
+    throw new ConfigError(
+      'BROKER_HUB_JWT_KEY',
+      'is required with BROKER_HUB_URL: the key the hub verifies publishers with',
+    );
+  try {
+    return new HubPublisher({
+      url: config.BROKER_HUB_URL,
+      key: config.BROKER_HUB_JWT_KEY,
+      algorithm: config.BROKER_HUB_JWT_ALG,
+      clock,
+    });
+  } catch {
+    throw new ConfigError(
+      'BROKER_HUB_JWT_KEY',
+      `is not a signing key for ${config.BROKER_HUB_JWT_ALG} (a PKCS#8 private key PEM for an asymmetric algorithm)`,
+    );
+  }
+}
+
 export async function startBroker(config: BrokerConfig, options: StartOptions = {}): Promise<Broker> {
   // Throws a ConfigError naming the variable when the Redis variables do not make one topology.
   const redisTopology = redisTopologyFrom(config);
@@ -89,6 +119,7 @@ export async function startBroker(config: BrokerConfig, options: StartOptions = 
       'needs Redis replicas (REDIS_SENTINELS or REDIS_CLUSTER_NODES, or REDIS_URL of a primary with replicas); the in-process backend has none',
     );
   }
+  const publisher = hubPublisherFrom(config, options.clock ?? systemClock);
   const metrics = createMetrics({ defaultLabels: { service: 'broker' } });
   let storage: BrokerStorage | undefined;
   const brokerMetrics = createBrokerMetrics(metrics, () => storage, config.BROKER_METRICS_MAX_QUEUES);
@@ -189,10 +220,21 @@ export async function startBroker(config: BrokerConfig, options: StartOptions = 
       app.log,
     ),
     limits: new BrokerLimits(activeStorage.limits, config.BROKER_LIMIT_TENANT, brokerMetrics.limitRefusals),
+    hubConfigured: publisher !== undefined,
     defaultBatchSize: config.DEFAULT_BATCH_SIZE,
     defaultTimeout: config.DEFAULT_TIMEOUT,
     maxPayloadBytes: config.BROKER_MAX_PAYLOAD_BYTES,
   };
+  const relay = publisher
+    ? new OutboxRelay({
+        outbox: activeStorage.outbox,
+        publisher,
+        cipher: context.encryption.cipher,
+        clock,
+        log: app.log,
+        registry: metrics.registry,
+      })
+    : undefined;
   const intervals = {
     leaseSweepMs: config.BROKER_LEASE_SWEEP_INTERVAL,
     retentionMs: config.BROKER_RETENTION_INTERVAL,
@@ -224,6 +266,7 @@ export async function startBroker(config: BrokerConfig, options: StartOptions = 
   registerConventions(app);
   registerDataPlaneRoutes(app, context);
   registerLimitRoutes(app, context);
+  registerOutboxRoutes(app, context);
   registerResourceRoutes(app, context);
   registerConsumerGroupRoutes(app, context);
   registerTraceRoutes(app, context);
@@ -244,8 +287,10 @@ export async function startBroker(config: BrokerConfig, options: StartOptions = 
   );
   // Parked pops answer 204 at once so the listener can close without waiting for timeouts.
   lifecycle.onDrain(async () => longPoll.close());
+  relay?.start();
   app.addHook('onClose', async () => {
     longPoll.close();
+    await relay?.stop();
     await maintenance.close();
     await revocations.stop();
     await closeRedis(revocationsRedis);

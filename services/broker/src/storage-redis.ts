@@ -27,6 +27,7 @@ import { RedisGroups } from './redis/groups.js';
 import { RedisHousekeeping } from './redis/housekeeping.js';
 import { RedisMessages } from './redis/messages.js';
 import type { Notifications } from './redis/notifications.js';
+import type { RedisOutbox } from './redis/outbox.js';
 import { RedisQueueStore } from './redis/queue-store.js';
 import type { ReplicaAck } from './redis/replication.js';
 import { RedisTraces } from './redis/traces.js';
@@ -95,6 +96,7 @@ export class RedisStorage implements BrokerStorage {
   readonly availability: Notifications;
   readonly streams: RedisStreams;
   readonly limits: TenantLimits;
+  readonly outbox: RedisOutbox;
   private readonly backend: RedisBackend;
 
   constructor(private readonly options: RedisStorageOptions) {
@@ -122,6 +124,7 @@ export class RedisStorage implements BrokerStorage {
     this.flags = new RedisFlags(backend.redis, backend.key('flags'), control);
     this.housekeeping = new RedisHousekeeping(backend);
     this.availability = backend.notifications;
+    this.outbox = backend.outbox;
     // One slot for the registry's two hashes where slots are enforced (docs/broker-streams.md, "Streams").
     this.streams = new RedisStreams(backend, backend.key(backend.oneSlot ? '{streams}:' : 'streams:'));
     this.limits = new TenantLimits({

@@ -32,7 +32,18 @@ export interface QueueOptions {
   priority: number;
   encryptionEnabled: boolean;
   maxWaitTimeSeconds: number;
+  /**
+   * Herald's queue -> topic bridge (docs/broker-outbox.md): the hub topic template each event of
+   * a message becomes an update on; '' (the default): not bridged.
+   */
+  bridgeTopic: string;
+  /** Which events become updates: a message pushed, completed (by each group), or both. */
+  bridgeOn: BridgeEvents;
+  /** The bridge's updates are private (only subscribers whose token allows the topic get them). */
+  bridgePrivate: boolean;
 }
+
+export type BridgeEvents = 'push' | 'completed' | 'both';
 
 export const DEFAULT_QUEUE_OPTIONS: Readonly<QueueOptions> = {
   leaseTime: 300,
@@ -50,6 +61,9 @@ export const DEFAULT_QUEUE_OPTIONS: Readonly<QueueOptions> = {
   priority: 0,
   encryptionEnabled: false,
   maxWaitTimeSeconds: 0,
+  bridgeTopic: '',
+  bridgeOn: 'push',
+  bridgePrivate: false,
 };
 
 export interface QueueInfo {
@@ -128,7 +142,21 @@ export interface AckResult {
   repeat: boolean;
 }
 
-export type TransactionOperation = { type: 'push'; item: PushItem } | { type: 'ack'; ack: AckInput };
+/** A hub update a transaction publishes atomically with its pushes and acks (docs/broker-outbox.md). */
+export interface HubUpdate {
+  /** The update id: fixed before the transaction runs, so the hub applies it once. */
+  id: string;
+  topics: string[];
+  data: string;
+  private: boolean;
+  /** The SSE event type; undefined: none. */
+  type: string | undefined;
+}
+
+export type TransactionOperation =
+  | { type: 'push'; item: PushItem }
+  | { type: 'ack'; ack: AckInput }
+  | { type: 'publish'; update: HubUpdate };
 
 export type TransactionOutcome =
   | { success: true; results: TransactionOperationResult[] }
@@ -136,7 +164,8 @@ export type TransactionOutcome =
 
 export type TransactionOperationResult =
   | ({ type: 'push' } & PushResult)
-  | { type: 'ack'; transactionId: string; dlq: boolean; repeat: boolean };
+  | { type: 'ack'; transactionId: string; dlq: boolean; repeat: boolean }
+  | { type: 'publish'; id: string };
 
 export interface LeaseExtension {
   leaseId: string;
@@ -370,6 +399,72 @@ export interface Availability {
   watchQueue(queue: string): () => void;
 }
 
+/**
+ * One intent of a queue's outbox (docs/broker-outbox.md), recorded by the script whose state
+ * change caused it: a bridged message's event, or a transaction's hub update.
+ */
+export type OutboxIntent =
+  | {
+      kind: 'bridge';
+      /** Its id in the outbox (a stream id: its time is when it was recorded). */
+      id: string;
+      queue: string;
+      event: 'pushed' | 'completed';
+      partition: string;
+      messageId: string;
+      transactionId: string;
+      /** The group that completed the message; '' for pushed. */
+      group: string;
+      topicTemplate: string;
+      private: boolean;
+      /** The payload as stored (sealed on a queue with encryptionEnabled). */
+      data: string;
+    }
+  | ({ kind: 'publish'; id: string; queue: string } & { update: HubUpdate });
+
+export type OutboxTake =
+  | { held: true; intents: OutboxIntent[] }
+  /** Another relay holds this outbox for `retryInMs` more. */
+  | { held: false; retryInMs: number };
+
+export interface OutboxStatus {
+  queue: string;
+  /** Intents waiting to be relayed. */
+  pending: number;
+  /** When (ms) the oldest waiting intent was recorded; null when none waits. */
+  oldestAt: number | null;
+  /** Intents the destination refused for good, kept aside (obd). */
+  refused: number;
+}
+
+/**
+ * The outbox (redis/outbox.ts): intents recorded by the data path's scripts, relayed by
+ * outbox.ts on any node. `due` lists the queues whose outbox may hold intents.
+ */
+export interface OutboxStore {
+  /** Queues whose outbox relays should look at by `now`, earliest first, with their mark. */
+  due(now: number, limit: number): Promise<{ queue: string; mark: number }[]>;
+  /** Lists a queue's outbox for the relays from `at` (ms) on, unless listed earlier. */
+  mark(queue: string, at: number): Promise<void>;
+  /** Takes it off that list once found empty, unless marked again since `mark`. */
+  forget(queue: string, mark: number): Promise<void>;
+  /** The head of a queue's outbox for `relay`, which then holds it for `lockMs`. */
+  take(queue: string, relay: string, lockMs: number, count: number): Promise<OutboxTake>;
+  /** Removes relayed intents and keeps refused ones aside; resolves to the intents left. */
+  done(
+    queue: string,
+    relay: string,
+    relayed: readonly string[],
+    refused: readonly { id: string; reason: string }[],
+  ): Promise<number>;
+  /** Queues with a bridge: the relays look at each now and then (a node may die before marking). */
+  bridged(): Promise<string[]>;
+  /** Pending intents of these queues. */
+  status(queues: readonly string[]): Promise<OutboxStatus[]>;
+  /** Called with each queue whose outbox this node's requests recorded intents in. */
+  onRecorded(listener: (queue: string) => void): void;
+}
+
 /** Every role of one backend (storage-redis.ts builds them on Redis or the embedded engine). */
 export interface BrokerStorage {
   readonly kind: 'memory' | 'redis';
@@ -386,6 +481,7 @@ export interface BrokerStorage {
   readonly streams: StreamsStorage;
   /** Per-tenant limits (`@herald/limits`: counters and overrides on the same Redis). */
   readonly limits: TenantLimits;
+  readonly outbox: OutboxStore;
   /** Resolves when the backend reaches its store; for /readyz. */
   ready(): Promise<string | undefined>;
   close(): Promise<void>;

@@ -41,6 +41,12 @@ export const LIMITS = {
   /** Messages one detailed view counts in all; past it, one per partition and group (its oldest). */
   detailedViewCountBudget: 100_000,
   partitionDeadLettersRead: 10_000,
+  /** A queue's `bridgeTopic` template, and each topic of a transaction's `publish` operation. */
+  maxTopicTemplateLength: 2048,
+  /** Topics of one `publish` operation of a transaction. */
+  maxPublishTopics: 100,
+  /** The SSE event type of a `publish` operation. */
+  maxEventTypeLength: 256,
   /** Arrays and objects inside one another, anywhere in a body (payloads included). */
   maxJsonDepth: 100,
   /** Latest seek/subscription time: the last instant a JavaScript Date can hold. */

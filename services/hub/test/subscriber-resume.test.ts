@@ -33,7 +33,7 @@ function recordingResponse(): { response: ServerResponse; written: string[] } {
 function subscriberOn(response: ServerResponse): Subscriber {
   return new Subscriber({
     iri: 'urn:uuid:resume',
-    matchers: [{ matches: (topic: string) => topic === TOPIC }] as Subscriber['matchers'],
+    matchers: [{ matchType: 'Exact', match: TOPIC, matches: (topic: string) => topic === TOPIC }],
     principal: undefined,
     canReceivePrivate: () => false,
     response,

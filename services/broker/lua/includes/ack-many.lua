@@ -8,6 +8,8 @@
 --@include dead-letter
 --@include fail-attempt
 --@include id-numbers
+--@include message-fields
+--@include outbox
 --@include position
 --@include release-lease
 --@include reschedule
@@ -100,6 +102,7 @@ local function ack_many(base, acks, cfg, now)
     return st
   end
 
+  local bridge_completed = cfg.bridgeTopic ~= '' and cfg.bridgeOn ~= 'push'
   local last_p, last_g, last_st
   for i, a in ipairs(acks) do
     local d = dedup[a.p][a.txn]
@@ -134,6 +137,13 @@ local function ack_many(base, acks, cfg, now)
         and numbers_cmp(id_ms_part, id_seq, st.upto_ms, st.upto_seq) <= 0
       local dlq = 0
       if a.status == 'completed' or a.status == 'success' then
+        if bridge_completed then
+          local e = redis.call('XRANGE', base .. 's:' .. a.p, id, id)[1]
+          if e then
+            local message_id, txn, _, data = message_fields(e)
+            outbox_bridge(base, cfg, 'completed', a.p, message_id, txn, a.g, data)
+          end
+        end
         st.resolved[id] = true
         st.fresh = st.fresh + 1
         st.fresh_ids[#st.fresh_ids + 1] = id

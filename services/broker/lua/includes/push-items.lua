@@ -1,6 +1,7 @@
 --@include age-horizon
 --@include entry-id
 --@include fmt
+--@include outbox
 --@include queue-depth
 --@include schedule-trim
 
@@ -76,11 +77,13 @@ local function push_items(base, items, cfg, now, namespace, task)
   end
   local touched = {}
   local dedup_writes = {}
+  local bridge_pushed = cfg.bridgeTopic ~= '' and cfg.bridgeOn ~= 'completed'
   for i, it in ipairs(items) do
     if results[i][1] == 1 and not again[i] then
       local p = it.partition
       local id = redis.call('XADD', base .. 's:' .. p, new_entry_id(), 'm', it.messageId, 't', it.transactionId, 'tr', it.traceId,
         'd', it.data, 's', it.producerSub)
+      if bridge_pushed then outbox_bridge(base, cfg, 'pushed', p, it.messageId, it.transactionId, '', it.data) end
       local writes = dedup_writes[p]
       if not writes then
         writes = {}

@@ -2,7 +2,8 @@
 local function queue_config(base)
   local v = redis.call('HMGET', base .. 'cfg', 'leaseTime', 'retryLimit', 'retryDelay',
     'delayedProcessing', 'windowBuffer', 'maxSize', 'ttl', 'retentionSeconds',
-    'completedRetentionSeconds', 'deadLetterQueue', 'retentionEnabled', 'maxWaitTimeSeconds')
+    'completedRetentionSeconds', 'deadLetterQueue', 'retentionEnabled', 'maxWaitTimeSeconds',
+    'bridgeTopic', 'bridgeOn', 'bridgePrivate')
   return {
     leaseTime = tonumber(v[1]) or 300,
     retryLimit = tonumber(v[2]) or 3,
@@ -16,5 +17,9 @@ local function queue_config(base)
     deadLetterQueue = v[10] ~= 'false',
     retentionEnabled = v[11] == 'true',
     maxWaitTimeSeconds = tonumber(v[12]) or 0,
+    -- The queue -> topic bridge (src/outbox.ts): '' when the queue is not bridged.
+    bridgeTopic = v[13] or '',
+    bridgeOn = v[14] or 'push',
+    bridgePrivate = v[15] == 'true',
   }
 end

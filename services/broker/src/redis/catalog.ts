@@ -8,11 +8,12 @@ import { DEFAULT_QUEUE_OPTIONS, type QueueCatalog, type QueueInfo, type QueueOpt
 import type { RedisBackend } from './context.js';
 
 function parseOptions(hash: Record<string, string>): QueueOptions {
-  const options = { ...DEFAULT_QUEUE_OPTIONS } as Record<string, number | boolean>;
+  const options = { ...DEFAULT_QUEUE_OPTIONS } as Record<string, number | boolean | string>;
   for (const [name, fallback] of Object.entries(DEFAULT_QUEUE_OPTIONS)) {
     const raw = hash[name];
     if (raw === undefined) continue;
-    options[name] = typeof fallback === 'boolean' ? raw === 'true' : Number(raw);
+    options[name] =
+      typeof fallback === 'boolean' ? raw === 'true' : typeof fallback === 'string' ? raw : Number(raw);
   }
   return options as unknown as QueueOptions;
 }
@@ -43,7 +44,10 @@ export class RedisCatalog implements QueueCatalog {
     const fields: string[] = ['namespace', names.namespace, 'task', names.task];
     for (const [name, value] of Object.entries(options)) fields.push(name, String(value));
     const now = backend.clock.now();
+    // Listed before the option is written: the relays look at every queue that may be bridged.
+    if (options.bridgeTopic) await backend.redis.sadd(backend.outbox.bridgedKey, queue);
     await backend.run('configure', [base], [now, ...fields]);
+    if (options.bridgeTopic === '') await backend.redis.srem(backend.outbox.bridgedKey, queue);
     await scheduleAllPartitions(backend.redis, base, now);
     await backend.registry.register(queue, []);
     return (await this.get(queue)) as QueueInfo;
@@ -85,6 +89,10 @@ export class RedisCatalog implements QueueCatalog {
     const ids = [...new Set([...known, ...(await backend.run<string[]>('delete-queue', [base], []))])];
     await backend.registry.remove(queue, ids);
     await backend.redis.hdel(backend.key('stats'), queue);
+    // Intents recorded before the delete are still relayed (their events happened): the outbox
+    // stays, listed for the relays while it holds any.
+    if ((await backend.redis.xlen(`${base}ob`)) > 0) await backend.outbox.mark(queue, backend.clock.now());
+    await backend.redis.srem(backend.outbox.bridgedKey, queue);
     return exists === 1;
   }
 }

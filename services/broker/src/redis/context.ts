@@ -16,6 +16,7 @@ import {
 } from '@herald/redis';
 import { namespaceAndTask } from '../identifiers.js';
 import { Notifications } from './notifications.js';
+import { RedisOutbox } from './outbox.js';
 import { RedisRegistry } from './registry.js';
 import { MARKER_SUFFIX, type ReplicaAck, ReplicatedWrites } from './replication.js';
 
@@ -112,6 +113,8 @@ export class RedisBackend {
   readonly oneSlot: boolean;
   /** "Work may be available" for a queue, to every node's parked pops. */
   readonly notifications: Notifications;
+  /** The outboxes (outbox.ts): the data path tells it when a script recorded intents. */
+  readonly outbox: RedisOutbox;
   private readonly prefix: string;
   private readonly slotGroup: SlotGroup;
   private readonly scripts: ScriptSet;
@@ -144,6 +147,7 @@ export class RedisBackend {
     outages.watch(this.subscriber, 'herald-broker-notify');
     if (this.writer) outages.watch(this.writer, 'herald-broker-writer');
     this.registry = new RedisRegistry(this.redis, (...parts) => this.key(...parts));
+    this.outbox = new RedisOutbox(this);
     // docs/broker-topologies.md "Redis topologies": one channel per queue in its slot on Cluster, one for all otherwise.
     this.notifications = new Notifications(
       this.redis,

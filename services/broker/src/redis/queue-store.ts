@@ -25,6 +25,18 @@ import type {
 import { forEachBounded, QUEUES_IN_FLIGHT } from './bounded.js';
 import { decode, encode, type RedisBackend, type Reply, slotTag } from './context.js';
 
+/**
+ * The queue whose outbox holds the hub updates of a transaction that touches no queue (never
+ * listed as a queue: only its outbox keys exist).
+ */
+export const PUBLISH_ONLY_QUEUE = ':herald:publish';
+
+/**
+ * How long other nodes' relays leave a marked outbox to the node that marked it (its own relay
+ * runs at once): past it, any relay takes it (docs/broker-outbox.md, "Relays").
+ */
+export const OUTBOX_MARK_GRACE_MS = 5000;
+
 /** How long the lease index outlives its lease (an extension arriving late still finds it). */
 const LEASE_INDEX_GRACE_MS = 60_000;
 
@@ -113,6 +125,7 @@ export class RedisQueueStore implements QueueStore {
         failures[order] = queueFull(queue, Number(reply[1]), Number(reply[2]));
         return;
       }
+      if (Number(reply[2]) > 0) backend.outbox.recorded(queue);
       const rows = reply[1] as [number, string][];
       list.forEach(({ index, item, partitionId }, position) => {
         const [queued, messageId] = rows[position] as [number, string];
@@ -249,7 +262,12 @@ export class RedisQueueStore implements QueueStore {
         for (const { ack, partition } of list) {
           args.push(...ackArguments(ack, partition));
         }
-        const rows = await backend.run<[number, string, number, number, number][]>('ack', [base], args);
+        const [rows, intents] = await backend.run<[[number, string, number, number, number][], number]>(
+          'ack',
+          [base],
+          args,
+        );
+        if (intents > 0) backend.outbox.recorded(queue);
         // A partition id the registry knows but no message was ever stored under (a refused push
         // registers first) names no queue in the answer, as in process (differential test).
         const unknown = new Set<string>();
@@ -325,6 +343,18 @@ export class RedisQueueStore implements QueueStore {
         );
         touched.add(item.queue);
         pushes[index] = { queue: item.queue, partitionId };
+      } else if (operation.type === 'publish') {
+        const { update } = operation;
+        keyIndexes.push(-1);
+        // Recorded in the outbox of the transaction's first queue (KEYS[1]).
+        args.push(
+          'publish',
+          update.id,
+          JSON.stringify(update.topics),
+          update.private ? '1' : '0',
+          update.type ?? '',
+          update.data,
+        );
       } else {
         const { ack } = operation;
         // An unknown partition is checked by the script too (key index 0: not found), in
@@ -336,6 +366,12 @@ export class RedisQueueStore implements QueueStore {
         args.push('ack', resolved ? String(keyOf(queue)) : '0', ...ackArguments(ack, partition));
         if (resolved) touched.add(queue);
       }
+    }
+    const publishes = operations.some((operation) => operation.type === 'publish');
+    // Hub updates and no queue: an outbox of their own.
+    if (bases.length === 0 && publishes) {
+      bases.push(backend.base(PUBLISH_ONLY_QUEUE));
+      queues.push(PUBLISH_ONLY_QUEUE);
     }
     // Only acks of partitions no queue has: the first one fails (nothing to run).
     if (bases.length === 0) return { success: false, failedIndex: 0, error: 'Message not found' };
@@ -351,6 +387,9 @@ export class RedisQueueStore implements QueueStore {
         };
       }
     }
+    const outboxQueue = queues[0] as string;
+    // Marked before the script: a node killed right after it leaves its hub updates listed.
+    if (publishes) await backend.outbox.mark(outboxQueue, backend.clock.now() + OUTBOX_MARK_GRACE_MS);
     const reply = await backend.run<Reply[]>('transaction', bases, args);
     if (reply[0] === 'CLEAR') {
       const refused = operations[Number(reply[1])];
@@ -360,8 +399,10 @@ export class RedisQueueStore implements QueueStore {
       return { success: false, failedIndex: Number(reply[1]), error: String(reply[2]) };
     }
     const rows = reply[1] as Reply[][];
+    if (Number(reply[2]) > 0) backend.outbox.recorded(outboxQueue);
     const results = operations.map((operation, index): TransactionOperationResult => {
       const row = rows[index] as Reply[];
+      if (operation.type === 'publish') return { type: 'publish', id: operation.update.id };
       if (operation.type === 'push') {
         const push = pushes[index] as { queue: string; partitionId: string };
         return {

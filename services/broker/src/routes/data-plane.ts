@@ -4,23 +4,34 @@ import type { BrokerContext } from '../context.js';
 import { invalidRequest } from '../errors.js';
 import { extendLease, parseExtendBody } from '../extend-lease.js';
 import { namespaceAndTask } from '../identifiers.js';
+import { TEMPLATE_VARIABLES, unknownTemplateVariables } from '../outbox.js';
 import { parsePopQuery, pop, popResponseBody } from '../pop.js';
 import { parseFilteredPopQuery, popFiltered } from '../pop-filtered.js';
 import { parsePushBody, push } from '../push.js';
-import { DEFAULT_QUEUE_OPTIONS, type PopResult, type QueueOptions } from '../storage.js';
+import { type BridgeEvents, DEFAULT_QUEUE_OPTIONS, type PopResult, type QueueOptions } from '../storage.js';
 import { parseTransactionBody, runTransaction } from '../transaction.js';
-import { isObject, name, optionalString } from '../validation.js';
+import { boundedString, isObject, LIMITS, name, optionalString } from '../validation.js';
 import { READ_WRITE, WRITE_ONLY } from './access.js';
 import { sendJsonText } from './common.js';
 import { ackResultsBody, leaseExtensionBody, pushResultsBody, transactionResultsBody } from './wire.js';
 
-function parseQueueOptions(raw: unknown): Partial<QueueOptions> {
+function parseQueueOptions(raw: unknown, hubConfigured: boolean): Partial<QueueOptions> {
   if (raw === undefined || raw === null) return {};
   if (!isObject(raw)) throw invalidRequest('options must be an object');
-  const options: Record<string, number | boolean> = {};
+  const options: Record<string, number | boolean | string> = {};
   for (const [key, value] of Object.entries(raw)) {
     if (!(key in DEFAULT_QUEUE_OPTIONS)) continue;
     const expected = typeof DEFAULT_QUEUE_OPTIONS[key as keyof QueueOptions];
+    if (key === 'bridgeTopic') {
+      options[key] = parseBridgeTopic(value, hubConfigured);
+      continue;
+    }
+    if (key === 'bridgeOn') {
+      if (!BRIDGE_EVENTS.includes(value as BridgeEvents))
+        throw invalidRequest(`options.bridgeOn must be one of ${BRIDGE_EVENTS.join(', ')}`);
+      options[key] = value as BridgeEvents;
+      continue;
+    }
     if (expected === 'boolean') {
       if (typeof value !== 'boolean') throw invalidRequest(`options.${key} must be a boolean`);
     } else if (typeof value !== 'number' || !Number.isInteger(value) || value < 0 || value > 2_147_483_647) {
@@ -30,6 +41,23 @@ function parseQueueOptions(raw: unknown): Partial<QueueOptions> {
   }
   if (options.leaseTime === 0) throw invalidRequest('options.leaseTime must be at least 1 second');
   return options as Partial<QueueOptions>;
+}
+
+const BRIDGE_EVENTS: readonly BridgeEvents[] = ['push', 'completed', 'both'];
+
+/** `options.bridgeTopic`: '' (not bridged) or a topic template (docs/broker-outbox.md). */
+function parseBridgeTopic(value: unknown, hubConfigured: boolean): string {
+  if (typeof value !== 'string') throw invalidRequest('options.bridgeTopic must be a string');
+  if (value === '') return value;
+  boundedString(value, 'options.bridgeTopic', LIMITS.maxTopicTemplateLength);
+  const unknown = unknownTemplateVariables(value);
+  if (unknown.length > 0)
+    throw invalidRequest(
+      `options.bridgeTopic names {${unknown[0]}}: a template may name ${TEMPLATE_VARIABLES.map((name) => `{${name}}`).join(', ')}`,
+    );
+  if (!hubConfigured)
+    throw invalidRequest('options.bridgeTopic needs a hub: this broker has no BROKER_HUB_URL');
+  return value;
 }
 
 /** Runs a pop until it answers or its client goes away (the response socket closes first). */
@@ -76,7 +104,7 @@ export function registerDataPlaneRoutes(app: FastifyInstance, context: BrokerCon
       namespace: optionalString(body.namespace, 'namespace') ?? derived.namespace,
       task: optionalString(body.task, 'task') ?? derived.task,
     };
-    const options = parseQueueOptions(body.options);
+    const options = parseQueueOptions(body.options, context.hubConfigured);
     if (queue === '')
       return { configured: true, queue, ...names, options: { ...DEFAULT_QUEUE_OPTIONS, ...options } };
     context.encryption.checkConfigure(queue, options.encryptionEnabled);
@@ -129,7 +157,12 @@ export function registerDataPlaneRoutes(app: FastifyInstance, context: BrokerCon
   );
 
   app.post('/api/v1/transaction', READ_WRITE, async (request) => {
-    const operations = parseTransactionBody(request.body, request.identity?.sub, context.maxPayloadBytes);
+    const operations = parseTransactionBody(
+      request.body,
+      request.identity?.sub,
+      context.maxPayloadBytes,
+      context.hubConfigured,
+    );
     const response = await runTransaction(context, operations);
     return { ...response, results: transactionResultsBody(response.results) };
   });

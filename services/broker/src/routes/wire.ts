@@ -39,28 +39,31 @@ export function ackResultsBody(results: readonly AckResult[]) {
 }
 
 export function transactionResultsBody(results: readonly TransactionOperationResult[]) {
-  return results.map((result, index) =>
-    result.type === 'push'
-      ? {
-          index,
-          type: 'push' as const,
-          success: true as const,
-          transactionId: result.transactionId,
-          messageId: result.messageId,
-          partitionId: result.partitionId,
-          queueName: result.queue,
-          status: result.status,
-        }
-      : {
-          index,
-          type: 'ack' as const,
-          success: true as const,
-          transactionId: result.transactionId,
-          error: null,
-          dlq: result.dlq,
-          repeat: result.repeat,
-        },
-  );
+  return results.map((result, index) => {
+    if (result.type === 'push')
+      return {
+        index,
+        type: 'push' as const,
+        success: true as const,
+        transactionId: result.transactionId,
+        messageId: result.messageId,
+        partitionId: result.partitionId,
+        queueName: result.queue,
+        status: result.status,
+      };
+    // Herald's extension (docs/broker-outbox.md): the hub update's id.
+    if (result.type === 'publish')
+      return { index, type: 'publish' as const, success: true as const, id: result.id };
+    return {
+      index,
+      type: 'ack' as const,
+      success: true as const,
+      transactionId: result.transactionId,
+      error: null,
+      dlq: result.dlq,
+      repeat: result.repeat,
+    };
+  });
 }
 
 export function leaseExtensionBody(extension: LeaseExtension) {

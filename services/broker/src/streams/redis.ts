@@ -53,6 +53,8 @@ interface LuaCycleAnswer {
   /** cjson writes an empty list as {}. */
   pushes?: LuaPush[] | Record<string, never>;
   ack?: { count: number; released: number; dlq: number } | false;
+  /** Outbox intents recorded by pushes to bridged sink queues (lua/includes/outbox.lua). */
+  intents?: number;
 }
 
 interface LuaPush {
@@ -277,6 +279,8 @@ export class RedisStreams implements StreamsStorage {
       ? { count: answer.ack.count, leaseReleased: answer.ack.released === 1, dlq: answer.ack.dlq === 1 }
       : null;
     if (ackResult?.leaseReleased && sourceQueue) sinkQueues.set(sourceQueue, 1);
+    // Which sink's bridge recorded them is not said: each queue pushed to is looked at.
+    if ((answer.intents ?? 0) > 0) for (const push of pushes) this.backend.outbox.recorded(push.queue);
     // Capacity unknown per sink partition here: wake every parked pop of the queues touched.
     this.backend.notifications.notify(
       [...sinkQueues.keys()].map((queue) => [queue, Number.POSITIVE_INFINITY] as const),
