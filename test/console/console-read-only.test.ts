@@ -101,6 +101,9 @@ describe('console (read-only token, headless Chromium)', () => {
     await waitForText(page.getByTestId('messages-table'), 'r-2');
     await waitForText(page.locator('.card', { hasText: 'Options' }), 'this token may not configure queues');
     assert.equal(await page.locator('input[name=retryLimit]').getAttribute('readonly'), '');
+    assert.equal(await page.locator('input[name=bridgeTopic]').getAttribute('readonly'), '');
+    assert.equal(await page.locator('select[name=bridgeOn]').isDisabled(), true);
+    assert.equal(await page.locator('input[name=bridgePrivate]').isDisabled(), true);
     await assertNoWriteControl('queue page');
   });
 
@@ -113,11 +116,13 @@ describe('console (read-only token, headless Chromium)', () => {
     await assertNoWriteControl('dead letters');
   });
 
-  test('System shows this node but neither toggles nor the node list (admin routes)', async () => {
+  test('System shows this node and the outbox relay but neither toggles nor the node list (admin routes)', async () => {
     await page.goto(`${broker.url}/console/#/system`);
     await waitForText(page.getByTestId('backend'), 'redis');
     await waitForText(page.locator('main'), 'An admin token is needed');
     assert.equal(await page.getByTestId('nodes-table').count(), 0);
+    // The outbox status is a read-only route: shown to this token too.
+    await waitForText(page.getByTestId('outbox-relaying'), 'no hub configured on this node (BROKER_HUB_URL)');
     await assertNoWriteControl('system');
   });
 });

@@ -283,11 +283,14 @@ describe('console (admin, headless Chromium)', () => {
     await waitForText(page.getByTestId('traces-by-message'), 'email rendered');
   });
 
-  test('System: node list, Redis commands, and the push and pop maintenance toggles', async () => {
+  test('System: node list, Redis commands, the outbox relay off, and the push and pop maintenance toggles', async () => {
     await page.goto(`${broker.url}/console/#/system`);
     await waitForText(page.getByTestId('nodes-table'), '(this one)');
     await waitForText(page.getByTestId('backend'), 'redis');
     await waitForText(page.getByTestId('redis-table'), /evalsha|hgetall|get/i);
+    // This broker has no hub (console-outbox.test.ts runs one with a relay).
+    await waitForText(page.getByTestId('outbox-relaying'), 'no hub configured on this node (BROKER_HUB_URL)');
+    await waitForText(page.locator('.card', { hasText: 'Outbox relay' }), 'No bridged queue');
 
     for (const kind of ['push', 'pop'] as const) {
       await page.getByTestId(`toggle-${kind}-maintenance`).click();

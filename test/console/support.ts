@@ -14,7 +14,8 @@ import type { Locator, Page } from 'playwright-core';
 
 export const SECRET = 'console-test-secret-of-at-least-32-bytes!';
 
-export async function startConsoleBroker(): Promise<Broker> {
+/** `environment` adds to or overrides the broker's variables (e.g. BROKER_HUB_URL). */
+export async function startConsoleBroker(environment: Record<string, string> = {}): Promise<Broker> {
   return startBroker(
     parseEnv(brokerSpec, {
       PORT: '0',
@@ -26,6 +27,7 @@ export async function startConsoleBroker(): Promise<Broker> {
       JWT_ENABLED: 'true',
       JWT_ALGORITHM: 'HS256',
       JWT_SECRET: SECRET,
+      ...environment,
     }),
     { fastify: { logger: false } },
   );

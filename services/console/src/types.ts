@@ -46,7 +46,7 @@ export interface QueueDetail {
       ttl: number;
       maxQueueSize: number;
       deadLetterQueue: boolean;
-    };
+    } & Partial<QueueBridge>;
   };
   partitions: {
     id: string;
@@ -56,6 +56,20 @@ export interface QueueDetail {
     newestMessage: string | null;
   }[];
   totals: Counts;
+}
+
+/** Which events of a bridged queue's messages become hub updates. */
+export type BridgeEvents = 'push' | 'completed' | 'both';
+
+/**
+ * A queue's bridge to the hub (docs/broker-outbox.md), as configure sets and answers it. The
+ * queue detail reports these only when the broker's view includes them.
+ */
+export interface QueueBridge {
+  /** Hub topic template ({queue} {partition} {namespace} {task} {group}); '': not bridged. */
+  bridgeTopic: string;
+  bridgeOn: BridgeEvents;
+  bridgePrivate: boolean;
 }
 
 export interface ConsumerGroup {
@@ -148,4 +162,23 @@ export interface HubTenantLimits {
   defaults: { subscriptions: number | null; publish: number | null };
   overrides: { kind: string; tenant: string; limit: number }[];
   usage: { subscriptions: TenantUsage[]; publish: TenantUsage[] };
+}
+
+/** One queue's outbox (GET /api/v1/system/outbox; docs/broker-outbox.md). */
+export interface OutboxRow {
+  queue: string;
+  /** Intents waiting to be relayed to the hub. */
+  pending: number;
+  /** When the oldest waiting intent was recorded; null when none waits. */
+  oldestAt: string | null;
+  /** Intents the hub refused for good, kept aside. */
+  refused: number;
+  /** Age of the oldest waiting intent (0: none waits). */
+  lagSeconds: number;
+}
+
+export interface OutboxStatus {
+  /** This node runs a relay (BROKER_HUB_URL is set). */
+  relaying: boolean;
+  outboxes: OutboxRow[];
 }

@@ -12,17 +12,23 @@ import {
   Table,
 } from '../components.js';
 import { href, type Route, usePoll, withQuery } from '../hooks.js';
-import type { ConsumerGroup, QueueDetail, QueueMessage } from '../types.js';
+import type { BridgeEvents, ConsumerGroup, QueueBridge, QueueDetail, QueueMessage } from '../types.js';
 
 type Config = QueueDetail['queue']['config'] & { priority: number };
 
-/** Only the options the detail view reports; configure merges what it is given. */
-const OPTION_FIELDS: readonly {
+type FieldKind = 'number' | 'boolean' | 'text' | 'choice';
+
+interface OptionField {
   key: keyof Config;
   option: string;
   label: string;
-  kind: 'number' | 'boolean';
-}[] = [
+  kind: FieldKind;
+  choices?: readonly string[];
+  placeholder?: string;
+}
+
+/** Only the options the detail view reports; configure merges what it is given. */
+const OPTION_FIELDS: readonly OptionField[] = [
   { key: 'leaseTime', option: 'leaseTime', label: 'Lease time (s)', kind: 'number' },
   { key: 'retryLimit', option: 'retryLimit', label: 'Retry limit', kind: 'number' },
   { key: 'retryDelay', option: 'retryDelay', label: 'Retry delay (ms)', kind: 'number' },
@@ -32,50 +38,141 @@ const OPTION_FIELDS: readonly {
   { key: 'deadLetterQueue', option: 'deadLetterQueue', label: 'Dead-letter queue', kind: 'boolean' },
 ];
 
+const BRIDGE_EVENTS: readonly BridgeEvents[] = ['push', 'completed', 'both'];
+
+/** The queue -> topic bridge (docs/broker-outbox.md): each message event becomes a hub update. */
+const BRIDGE_FIELDS: readonly OptionField[] = [
+  {
+    key: 'bridgeTopic',
+    option: 'bridgeTopic',
+    label: 'Bridge topic (empty: off)',
+    kind: 'text',
+    placeholder: 'https://example.com/{queue}/{partition}',
+  },
+  { key: 'bridgeOn', option: 'bridgeOn', label: 'Bridge on', kind: 'choice', choices: BRIDGE_EVENTS },
+  { key: 'bridgePrivate', option: 'bridgePrivate', label: 'Private updates', kind: 'boolean' },
+];
+
+type Draft = Record<string, string | boolean>;
+
+function OptionInput(props: {
+  field: OptionField;
+  current: number | string | boolean | undefined;
+  canWrite: boolean;
+  onChange: (value: string | boolean) => void;
+}) {
+  const { field, current } = props;
+  const id = `option-${field.option}`;
+  const value = (event: Event) => (event.target as HTMLInputElement | HTMLSelectElement).value;
+  switch (field.kind) {
+    case 'boolean':
+      return (
+        <input
+          id={id}
+          type="checkbox"
+          name={field.option}
+          checked={Boolean(current)}
+          disabled={!props.canWrite}
+          onChange={(event) => props.onChange((event.target as HTMLInputElement).checked)}
+        />
+      );
+    case 'choice':
+      return (
+        <select
+          id={id}
+          name={field.option}
+          value={current === undefined ? '' : String(current)}
+          disabled={!props.canWrite}
+          onChange={(event) => props.onChange(value(event))}
+        >
+          {current === undefined && (
+            <option value="" disabled>
+              not reported
+            </option>
+          )}
+          {(field.choices ?? []).map((choice) => (
+            <option key={choice} value={choice}>
+              {choice}
+            </option>
+          ))}
+        </select>
+      );
+    case 'number':
+      return (
+        <input
+          id={id}
+          type="number"
+          name={field.option}
+          value={String(current)}
+          readOnly={!props.canWrite}
+          onInput={(event) => props.onChange(value(event))}
+        />
+      );
+    case 'text':
+      return (
+        <input
+          id={id}
+          type="text"
+          name={field.option}
+          value={current === undefined ? '' : String(current)}
+          placeholder={current === undefined ? 'not reported' : field.placeholder}
+          readOnly={!props.canWrite}
+          onInput={(event) => props.onChange(value(event))}
+        />
+      );
+  }
+}
+
 function OptionsForm(props: { queue: string; config: Config; canWrite: boolean; onSaved: () => void }) {
-  const [draft, setDraft] = useState<Record<string, string | boolean>>({});
-  const [saved, setSaved] = useState<unknown>(undefined);
+  const [draft, setDraft] = useState<Draft>({});
+  const [saved, setSaved] = useState<(Partial<QueueBridge> & Record<string, unknown>) | undefined>(undefined);
+  // The bridge as the detail reports it; else as the last save here answered it (a broker whose
+  // queue view leaves the bridge out still answers every option to configure).
+  const known: Config = {
+    ...props.config,
+    ...Object.fromEntries(
+      BRIDGE_FIELDS.flatMap((field) =>
+        props.config[field.key] === undefined && saved?.[field.key] !== undefined
+          ? [[field.key, saved[field.key]]]
+          : [],
+      ),
+    ),
+  };
   const changed = Object.fromEntries(
-    OPTION_FIELDS.flatMap((field) => {
+    [...OPTION_FIELDS, ...BRIDGE_FIELDS].flatMap((field) => {
       const value = draft[field.key];
-      if (value === undefined || value === props.config[field.key]) return [];
+      if (value === undefined || value === known[field.key]) return [];
       return [[field.option, field.kind === 'number' ? Number(value) : value]];
     }),
   );
+  const fields = (list: readonly OptionField[]) =>
+    list.map((field) => (
+      <label key={field.key} htmlFor={`option-${field.option}`}>
+        <span>{field.label}</span>
+        <OptionInput
+          field={field}
+          current={draft[field.key] ?? known[field.key]}
+          canWrite={props.canWrite}
+          onChange={(value) => setDraft({ ...draft, [field.key]: value })}
+        />
+      </label>
+    ));
+  const bridgeReported = BRIDGE_FIELDS.every((field) => known[field.key] !== undefined);
   return (
     <Card title="Options">
       <form class="options" data-testid="options-form" onSubmit={(event) => event.preventDefault()}>
-        {OPTION_FIELDS.map((field) => {
-          const current = draft[field.key] ?? props.config[field.key];
-          return (
-            <label key={field.key} htmlFor={`option-${field.option}`}>
-              <span>{field.label}</span>
-              {field.kind === 'boolean' ? (
-                <input
-                  id={`option-${field.option}`}
-                  type="checkbox"
-                  name={field.option}
-                  checked={Boolean(current)}
-                  disabled={!props.canWrite}
-                  onChange={(event) =>
-                    setDraft({ ...draft, [field.key]: (event.target as HTMLInputElement).checked })
-                  }
-                />
-              ) : (
-                <input
-                  id={`option-${field.option}`}
-                  type="number"
-                  name={field.option}
-                  value={String(current)}
-                  readOnly={!props.canWrite}
-                  onInput={(event) =>
-                    setDraft({ ...draft, [field.key]: (event.target as HTMLInputElement).value })
-                  }
-                />
-              )}
-            </label>
-          );
-        })}
+        {fields(OPTION_FIELDS)}
+      </form>
+      <h3>Bridge to the hub</h3>
+      <p class="muted small">
+        Each message pushed, completed (by each group) or both becomes an update on the topic template (
+        <code>{'{queue} {partition} {namespace} {task} {group}'}</code>), relayed by the nodes with a hub
+        (BROKER_HUB_URL; docs/broker-outbox.md).
+        {!bridgeReported &&
+          ' This broker does not report the current bridge: a save sends what is changed here.'}
+      </p>
+      <form class="options" data-testid="bridge-form" onSubmit={(event) => event.preventDefault()}>
+        {fields(BRIDGE_FIELDS)}
       </form>
       {props.canWrite ? (
         <ConfirmButton
@@ -91,10 +188,10 @@ function OptionsForm(props: { queue: string; config: Config; canWrite: boolean; 
             </>
           }
           action={async () => {
-            const answer = await post<{ options: unknown }>('/api/v1/configure', {
-              queue: props.queue,
-              options: changed,
-            });
+            const answer = await post<{ options: Partial<QueueBridge> & Record<string, unknown> }>(
+              '/api/v1/configure',
+              { queue: props.queue, options: changed },
+            );
             setSaved(answer.options);
             setDraft({});
             props.onSaved();

@@ -13,8 +13,9 @@ import {
 import { usePoll } from '../hooks.js';
 import { sumBy } from '../prometheus.js';
 import { useRates } from '../rates.js';
-import type { Flags, NodeInfo, TenantLimits } from '../types.js';
+import type { Flags, NodeInfo, OutboxStatus, TenantLimits } from '../types.js';
 import { limitSetting, TenantUsageTable } from './limits.js';
+import { OutboxCard } from './outbox.js';
 
 const KIND_NAMES = { push: 'push rate (messages/s)', inflight: 'in flight (leased, unacked)' };
 
@@ -111,6 +112,11 @@ export function SystemView(props: { caps: Capabilities }) {
     3000,
     [props.caps.admin],
   );
+  const outbox = usePoll(
+    async () => (props.caps.read ? await api<OutboxStatus>('/api/v1/system/outbox') : undefined),
+    3000,
+    [props.caps.read],
+  );
   const rates = useRates();
   const redisCommands = [...sumBy(rates.samples, 'herald_redis_command_duration_seconds_count', 'command')]
     .map(([command, count]) => ({
@@ -166,6 +172,7 @@ export function SystemView(props: { caps: Capabilities }) {
           <p class="muted">An admin token is needed for the maintenance toggles and the node list.</p>
         </Card>
       )}
+      {props.caps.read && <OutboxCard status={outbox.data} error={outbox.error} loadedAt={outbox.loadedAt} />}
       <Card title="Redis commands (this node)">
         <Table
           testId="redis-table"
