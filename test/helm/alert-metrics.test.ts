@@ -1,5 +1,5 @@
 // Every metric the chart's alerts, dashboard and autoscalers read is exported by the running
-// services: start one hub and one broker (no Redis: the in-process backend), scrape /metrics, and
+// services: start one hub and one broker relaying to it (no Redis: the in-process backend), scrape /metrics, and
 // look each name up among the `# HELP` lines (histogram series through their base name).
 
 import assert from 'node:assert/strict';
@@ -22,7 +22,15 @@ const running: RunningService[] = [];
 before(async () => {
   const hub = await startService({ root: repoRoot, service: 'hub', env: hubTestEnvironment });
   running.push(hub);
-  const broker = await startService({ root: repoRoot, service: 'broker' });
+  // With a hub to relay to: only then does the broker run the outbox relay and export its metrics.
+  const broker = await startService({
+    root: repoRoot,
+    service: 'broker',
+    env: {
+      BROKER_HUB_URL: `${hub.baseUrl}/.well-known/mercure`,
+      BROKER_HUB_JWT_KEY: hubTestEnvironment.MERCURE_PUBLISHER_JWT_KEY ?? '',
+    },
+  });
   running.push(broker);
   for (const service of running) {
     const response = await fetch(`${service.baseUrl}/metrics`);

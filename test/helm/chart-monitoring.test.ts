@@ -92,6 +92,7 @@ test("PrometheusRules carry the required alerts, scoped to this release's job an
       'HeraldBrokerDeadLetterQueueGrowing',
       'HeraldBrokerOldestPendingMessageTooOld',
       'HeraldConsumerGroupLagTooOld',
+      'HeraldBrokerOutboxLagging',
       'HeraldBrokerAuthFailuresSpike',
       'HeraldBrokerRedisLatencyHigh',
       'HeraldBrokerNotReady',

@@ -109,5 +109,8 @@ export const serviceEnvNames = {
     'BROKER_LIMIT_TENANT',
     'BROKER_LIMIT_PUSH_RATE',
     'BROKER_LIMIT_IN_FLIGHT',
+    'BROKER_HUB_URL',
+    'BROKER_HUB_JWT_KEY',
+    'BROKER_HUB_JWT_ALG',
   ],
 } as const;

@@ -345,6 +345,20 @@ REDIS_SENTINELS, REDIS_CLUSTER_NODES, by redis.mode; passwords only through a Se
 {{- include "herald.envVar" (list "BROKER_LIMIT_PUSH_RATE" .pushRate) }}
 {{- include "herald.envVar" (list "BROKER_LIMIT_IN_FLIGHT" .inFlight) }}
 {{- end }}
+{{- /* The outbox relay (docs/broker-outbox.md): all three only with a hub URL (a key without one stops the broker). */}}
+{{- with .values.hub }}
+{{- if .url }}
+- name: BROKER_HUB_URL
+  value: {{ .url | quote }}
+- name: BROKER_HUB_JWT_KEY
+  valueFrom:
+    secretKeyRef:
+      name: {{ .existingSecret }}
+      key: {{ .secretKeys.jwtKey }}
+- name: BROKER_HUB_JWT_ALG
+  value: {{ .jwtAlg | quote }}
+{{- end }}
+{{- end }}
 {{- with .values.encryption }}
 {{- if .existingSecret }}
 - name: QUEEN_ENCRYPTION_KEY
