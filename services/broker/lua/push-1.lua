@@ -18,13 +18,14 @@
 --@include clock
 --@include push-items
 --@include queue-config
+--@include read-push-item
 
 local base = KEYS[1]
 local now = now_ms()
 local cfg = queue_config(base)
 local items = {}
 for i = 3, #ARGV, 7 do
-  items[#items + 1] = read_push_item(i)
+  items[#items + 1] = read_push_item(ARGV, i)
 end
 if clear_on_sealed_queue(base, items) then return { 'CLEAR' } end
 local results, size = push_items(base, items, cfg, now, ARGV[1], ARGV[2])

@@ -47,6 +47,7 @@
 --@include id-cmp
 --@include position
 --@include push-items
+--@include read-push-item
 --@include release-lease
 --@include reschedule
 --@include resolve
@@ -74,7 +75,7 @@ local pushes = {}
 for _ = 1, tonumber(ARGV[i]) do
   pushes[#pushes + 1] = { key = tonumber(ARGV[i + 1]), base = KEYS[tonumber(ARGV[i + 1])], namespace = ARGV[i + 2], task = ARGV[i + 3],
     queue = ARGV[i + 4],
-    item = read_push_item(i + 5) }
+    item = read_push_item(ARGV, i + 5) }
   i = i + 11
 end
 i = i + 1

@@ -43,6 +43,12 @@ export const brokerSpec = {
   BROKER_MIN_REPLICAS_ACK: integer({ default: 0, min: 0, max: 100 }),
   /** How long such a request waits for them before answering 503 (the write stays applied). */
   BROKER_MIN_REPLICAS_ACK_TIMEOUT: duration({ default: 1000, min: 1 }),
+  /**
+   * A transaction across Redis Cluster slots whose node went away before deciding it is decided
+   * by any node this long after it began (docs/broker-outbox.md, "Transactions across slots"):
+   * aborted unless its commit ran. Far above the few ms its steps take.
+   */
+  BROKER_TRANSACTION_RECOVERY_AFTER: duration({ default: 30_000, min: 100, max: 3_600_000 }),
   DEFAULT_BATCH_SIZE: integer({ default: 1, min: 1, max: 10_000 }),
   /** Long-poll timeout (ms) when a pop asks `wait=true` without `timeout`. */
   DEFAULT_TIMEOUT: duration({ default: 30_000 }),

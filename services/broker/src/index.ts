@@ -157,6 +157,7 @@ export async function startBroker(config: BrokerConfig, options: StartOptions = 
       prefix: config.BROKER_KEY_PREFIX,
       slotGroup: config.BROKER_REDIS_SLOT_GROUP,
       oneSlot: config.BROKER_REDIS_ONE_SLOT,
+      transactionDeadlineMs: config.BROKER_TRANSACTION_RECOVERY_AFTER,
       replicaAck: {
         replicas: config.BROKER_MIN_REPLICAS_ACK,
         timeoutMs: config.BROKER_MIN_REPLICAS_ACK_TIMEOUT,
@@ -225,16 +226,15 @@ export async function startBroker(config: BrokerConfig, options: StartOptions = 
     defaultTimeout: config.DEFAULT_TIMEOUT,
     maxPayloadBytes: config.BROKER_MAX_PAYLOAD_BYTES,
   };
-  const relay = publisher
-    ? new OutboxRelay({
-        outbox: activeStorage.outbox,
-        publisher,
-        cipher: context.encryption.cipher,
-        clock,
-        log: app.log,
-        registry: metrics.registry,
-      })
-    : undefined;
+  // On every node: transactions across Cluster slots are applied and recovered through it too.
+  const relay = new OutboxRelay({
+    outbox: activeStorage.outbox,
+    publisher,
+    cipher: context.encryption.cipher,
+    clock,
+    log: app.log,
+    registry: metrics.registry,
+  });
   const intervals = {
     leaseSweepMs: config.BROKER_LEASE_SWEEP_INTERVAL,
     retentionMs: config.BROKER_RETENTION_INTERVAL,
@@ -287,10 +287,10 @@ export async function startBroker(config: BrokerConfig, options: StartOptions = 
   );
   // Parked pops answer 204 at once so the listener can close without waiting for timeouts.
   lifecycle.onDrain(async () => longPoll.close());
-  relay?.start();
+  relay.start();
   app.addHook('onClose', async () => {
     longPoll.close();
-    await relay?.stop();
+    await relay.stop();
     await maintenance.close();
     await revocations.stop();
     await closeRedis(revocationsRedis);

@@ -1,10 +1,12 @@
 /*
- * The outbox relay (docs/broker-outbox.md): every node with a hub configured runs one. It relays
- * the intents the data path's scripts recorded (a bridged queue's message events, a
- * transaction's hub updates) to the hub, in each queue's order, and removes them once the hub
- * took them. Exactly once in effect: an intent is removed only after the hub answered, and the
- * hub keeps one update per id, so an intent published again (its relay died before removing it,
- * a reply was lost, another relay took over a stalled one) is delivered once.
+ * The outbox relay (docs/broker-outbox.md): every node runs one. It relays the intents the data
+ * path's scripts recorded (a bridged queue's message events and a transaction's hub updates to
+ * the hub; a committed transaction's shares in other Redis Cluster slots to those slots), in each
+ * queue's order, and removes them once applied. Exactly once in effect: an intent is removed only
+ * after its destination took it, and each destination applies an intent once (the hub keeps one
+ * update per id; a share is applied once per transaction id), so an intent relayed again (its
+ * relay died before removing it, a reply was lost, another relay took over a stalled one) takes
+ * effect once. Its tick also decides transactions across slots whose node went away.
  *
  * Which queues: the node's own requests say at once (OutboxStore.onRecorded); the `due` list
  * names the rest (marked by other nodes, or retried); bridged queues are swept now and then for
@@ -16,7 +18,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { PayloadCipher } from './encryption.js';
 import type { HubPublisher, PublishOutcome } from './hub-publisher.js';
 import { namespaceAndTask, newId } from './identifiers.js';
-import { OUTBOX_MARK_GRACE_MS } from './redis/queue-store.js';
+import { OUTBOX_MARK_GRACE_MS } from './redis/transactions.js';
 import { type HubUpdate, type OutboxIntent, type OutboxStore, QUEUE_MODE } from './storage.js';
 
 /** Intents one take reads. */
@@ -91,7 +93,8 @@ export function bridgeUpdate(intent: Extract<OutboxIntent, { kind: 'bridge' }>, 
 
 export interface OutboxRelayOptions {
   readonly outbox: OutboxStore;
-  readonly publisher: Pick<HubPublisher, 'publish'>;
+  /** The hub the bridge and transaction updates go to; undefined: none (BROKER_HUB_URL unset). */
+  readonly publisher: Pick<HubPublisher, 'publish'> | undefined;
   /** Opens the payloads of queues with encryptionEnabled. */
   readonly cipher: Pick<PayloadCipher, 'openText'>;
   readonly clock: Clock;
@@ -120,6 +123,10 @@ export class OutboxRelay {
   private cancelTimer: (() => void) | undefined;
   private lastSweep = 0;
   private stopped = false;
+  /** Queues whose last relaying failed (logged once until it goes through). */
+  private readonly failing = new Set<string>();
+  /** The last round could not reach the store (logged once until a round succeeds). */
+  private storeFailing = false;
   private readonly relayed: Counter<'kind' | 'result'>;
   private readonly failures: Counter;
   private readonly delay: Histogram;
@@ -128,13 +135,13 @@ export class OutboxRelay {
     const registers = [options.registry];
     this.relayed = new Counter({
       name: 'herald_outbox_relayed_total',
-      help: 'Outbox intents relayed by this node, by kind (bridge, publish) and result (published: the hub took it; refused: kept aside for good)',
+      help: 'Outbox intents relayed by this node, by kind (bridge, publish, apply) and result (delivered: its destination took it; refused: kept aside for good)',
       labelNames: ['kind', 'result'],
       registers,
     });
     this.failures = new Counter({
       name: 'herald_outbox_relay_failures_total',
-      help: 'Publishes to the hub that failed and will be tried again (hub unreachable, 5xx, 401, 429)',
+      help: 'Intents whose delivery failed and will be tried again (hub unreachable, 5xx, 401, 429; a slot away)',
       registers,
     });
     this.delay = new Histogram({
@@ -220,6 +227,7 @@ export class OutboxRelay {
     const { outbox, clock } = this.options;
     try {
       const now = clock.now();
+      await outbox.recoverTransactions(now);
       if (now - this.lastSweep >= SWEEP_EVERY_MS) {
         this.lastSweep = now;
         await this.sweep();
@@ -230,8 +238,9 @@ export class OutboxRelay {
           if (!this.passes.has(queue)) this.relay(queue, mark);
         }
       }
+      this.storeFailing = false;
     } catch (error) {
-      this.options.log.warn({ error: loggableError(error) }, 'outbox: reading the due list failed');
+      this.storeFailed(error);
     }
     this.schedule(this.options.intervalMs ?? DEFAULT_INTERVAL_MS);
   }
@@ -274,14 +283,19 @@ export class OutboxRelay {
         const left = await outbox.done(queue, this.id, relayed, refused);
         if (failure) {
           const wait = this.nextBackoff(queue, failure.retryInMs);
-          this.options.log.warn(
-            { queue, reason: failure.reason, retryInMs: wait },
-            'outbox: relay to the hub failed',
-          );
+          // Once per queue until it goes through again: a hub away for an hour is two lines.
+          if (!this.failing.has(queue)) {
+            this.failing.add(queue);
+            this.options.log.warn(
+              { queue, reason: failure.reason, retryInMs: wait },
+              'outbox: relaying failed; retrying with backoff',
+            );
+          }
           await outbox.mark(queue, clock.now() + wait);
           return;
         }
         this.backoff.delete(queue);
+        if (this.failing.delete(queue)) this.options.log.info({ queue }, 'outbox: relaying resumed');
         if (left === 0) {
           this.oldest.delete(queue);
           if (mark !== undefined) await outbox.forget(queue, mark);
@@ -293,9 +307,19 @@ export class OutboxRelay {
     } catch (error) {
       // Redis unreachable or a reply lost: the intents stay; the due list (or the sweep) brings
       // the queue back.
-      this.options.log.warn({ queue, error: loggableError(error) }, 'outbox: relay pass failed');
+      this.storeFailed(error);
       await outbox.mark(queue, clock.now() + this.nextBackoff(queue)).catch(() => undefined);
     }
+  }
+
+  /**
+   * A round or pass that could not reach Redis: said once, at info, until a round succeeds (the
+   * outage itself is logged by the storage's connections, one line lost and one back).
+   */
+  private storeFailed(error: unknown): void {
+    if (this.storeFailing) return;
+    this.storeFailing = true;
+    this.options.log.info({ error: loggableError(error) }, 'outbox: a relay round failed; retrying');
   }
 
   private nextBackoff(queue: string, hinted?: number): number {
@@ -316,7 +340,8 @@ export class OutboxRelay {
   }> {
     const lanes = new Map<string, OutboxIntent[]>();
     for (const intent of intents) {
-      const lane = intent.kind === 'bridge' ? `b${intent.partition}` : 'p';
+      // Transactions' applies are independent of each other and of the hub: a lane of their own.
+      const lane = intent.kind === 'bridge' ? `b${intent.partition}` : intent.kind === 'apply' ? 'a' : 'p';
       const list = lanes.get(lane);
       if (list) list.push(intent);
       else lanes.set(lane, [intent]);
@@ -346,7 +371,10 @@ export class OutboxRelay {
               Math.max(0, this.options.clock.now() - Number(intent.id.split('-')[0])) / 1000,
             );
           }
-          this.relayed.inc({ kind: intent.kind, result: outcome.result });
+          this.relayed.inc({
+            kind: intent.kind,
+            result: outcome.result === 'refused' ? 'refused' : 'delivered',
+          });
         }
       }
     };
@@ -355,7 +383,21 @@ export class OutboxRelay {
   }
 
   private async publishOne(intent: OutboxIntent): Promise<PublishOutcome> {
-    if (intent.kind === 'publish') return this.options.publisher.publish(intent.update);
+    if (intent.kind === 'apply') {
+      try {
+        await this.options.outbox.applyTransaction(intent.transactionId, intent.shares);
+        return { result: 'published' };
+      } catch (error) {
+        return {
+          result: 'retry',
+          reason: `applying transaction ${intent.transactionId}: ${(error as Error).message}`,
+        };
+      }
+    }
+    const { publisher } = this.options;
+    // Recorded under another node's configuration: left for a node with a hub.
+    if (!publisher) return { result: 'retry', reason: 'no hub configured on this node (BROKER_HUB_URL)' };
+    if (intent.kind === 'publish') return publisher.publish(intent.update);
     let payload: string;
     try {
       payload = this.options.cipher.openText(intent.queue, intent.data);
@@ -363,6 +405,6 @@ export class OutboxRelay {
       // A key missing on this node: another node (or this one, once given it) may open it.
       return { result: 'retry', reason: (error as Error).message };
     }
-    return this.options.publisher.publish(bridgeUpdate(intent, payload));
+    return publisher.publish(bridgeUpdate(intent, payload));
   }
 }

@@ -62,6 +62,11 @@ export interface RedisStorageOptions {
   readonly scripts?: ScriptSet;
   /** Each limit's default for every tenant (BROKER_LIMIT_*); absent: off. */
   readonly limits?: Partial<Record<LimitKind, number>>;
+  /**
+   * How long a transaction across Redis Cluster slots may stay undecided before any node's
+   * recovery decides it (ms; BROKER_TRANSACTION_RECOVERY_AFTER, default 30 s).
+   */
+  readonly transactionDeadlineMs?: number;
   /** What shares a Redis Cluster slot (SlotGroup; default `queue`). */
   readonly slotGroup?: SlotGroup;
   /**
@@ -111,6 +116,7 @@ export class RedisStorage implements BrokerStorage {
       commandDuration: options.commandDuration,
       log: options.log,
       clock: options.clock ?? systemClock,
+      transactionDeadlineMs: options.transactionDeadlineMs ?? 30_000,
       scripts: options.scripts ?? loadBrokerScripts({ clock: options.scriptClock ?? 'redis' }),
     });
     this.backend = backend;

@@ -401,7 +401,8 @@ export interface Availability {
 
 /**
  * One intent of a queue's outbox (docs/broker-outbox.md), recorded by the script whose state
- * change caused it: a bridged message's event, or a transaction's hub update.
+ * change caused it: a bridged message's event, a transaction's hub update, or the shares of a
+ * transaction across slots to apply.
  */
 export type OutboxIntent =
   | {
@@ -420,7 +421,9 @@ export type OutboxIntent =
       /** The payload as stored (sealed on a queue with encryptionEnabled). */
       data: string;
     }
-  | ({ kind: 'publish'; id: string; queue: string } & { update: HubUpdate });
+  | ({ kind: 'publish'; id: string; queue: string } & { update: HubUpdate })
+  /** A committed transaction across slots: its other slots' shares to apply (their queues). */
+  | { kind: 'apply'; id: string; queue: string; transactionId: string; shares: string[][] };
 
 export type OutboxTake =
   | { held: true; intents: OutboxIntent[] }
@@ -463,6 +466,10 @@ export interface OutboxStore {
   status(queues: readonly string[]): Promise<OutboxStatus[]>;
   /** Called with each queue whose outbox this node's requests recorded intents in. */
   onRecorded(listener: (queue: string) => void): void;
+  /** Applies the prepared shares of a committed transaction across slots (once, whoever asks). */
+  applyTransaction(transactionId: string, shares: readonly string[][]): Promise<void>;
+  /** Decides transactions across slots left undecided past their deadline; how many it saw. */
+  recoverTransactions(now: number): Promise<number>;
 }
 
 /** Every role of one backend (storage-redis.ts builds them on Redis or the embedded engine). */

@@ -136,6 +136,10 @@ export function queueDetail(queue: QueueInfo, partitions: PartitionState[]) {
         ttl: queue.options.ttl,
         maxQueueSize: queue.options.maxSize,
         deadLetterQueue: queue.options.deadLetterQueue,
+        // Herald's queue -> topic bridge (docs/broker-outbox.md): extra fields, Queen's are as before.
+        bridgeTopic: queue.options.bridgeTopic,
+        bridgeOn: queue.options.bridgeOn,
+        bridgePrivate: queue.options.bridgePrivate,
       },
     },
     partitions: rows.map(({ state, counts }) => ({

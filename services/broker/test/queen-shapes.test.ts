@@ -235,6 +235,10 @@ for (const backend of BACKENDS) {
             ttl: 0,
             maxQueueSize: 100,
             deadLetterQueue: true,
+            // Herald's bridge fields (docs/broker-outbox.md): off by default.
+            bridgeTopic: '',
+            bridgeOn: 'push',
+            bridgePrivate: false,
           },
         },
       );

@@ -5,13 +5,6 @@
 --@include queue-depth
 --@include schedule-trim
 
--- One item of a push as its ARGV give it, from ARGV[i]: its 7 entries as named fields (the
--- order of push-1.lua's header, which transaction-1.lua and streams-cycle-2.lua share).
-local function read_push_item(i)
-  return { partition = ARGV[i], partitionId = ARGV[i + 1], transactionId = ARGV[i + 2],
-    messageId = ARGV[i + 3], traceId = ARGV[i + 4], data = ARGV[i + 5], producerSub = ARGV[i + 6] }
-end
-
 -- Appends the items of one queue (read_push_item's tables).
 -- Returns per item {status, messageId} (status 1 queued, 0 duplicate) or nil, size when full.
 -- An item whose transactionId is stored under its own messageId (the node's fresh id for
@@ -72,7 +65,8 @@ local function push_items(base, items, cfg, now, namespace, task)
   -- Only new messages can overflow: a push of duplicates alone (a client's retry) is answered
   -- as such even over maxSize, as in process and in transactions (issue #11, differential test).
   if cfg.maxSize > 0 and fresh > 0 then
-    local depth = queue_depth(base, groups)
+    -- Room held for pushes of prepared transactions across slots (txn-prepare-1.lua) counts.
+    local depth = queue_depth(base, groups) + tonumber(redis.call('HGET', base .. 'stats', 'txpush') or '0')
     if depth + fresh > cfg.maxSize then return nil, depth end
   end
   local touched = {}

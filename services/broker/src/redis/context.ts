@@ -56,10 +56,14 @@ const REPLICATED_SCRIPTS = new Set([
   'streams-register',
   'streams-drop',
   'streams-cycle',
+  'txn-prepare',
+  'txn-apply',
+  'txn-abort',
+  'txn-decide',
 ]);
 
 /** Scripts taking one key per queue they touch: their file name gives the least number. */
-const KEYS_PER_QUEUE = new Set(['transaction', 'streams-cycle']);
+const KEYS_PER_QUEUE = new Set(['transaction', 'streams-cycle', 'txn-prepare', 'txn-apply', 'txn-abort']);
 
 /**
  * By default a request's Redis command is refused after this long without a reply (at once while
@@ -82,6 +86,8 @@ export interface RedisBackendOptions {
   readonly commandDuration: Histogram<'command'> | undefined;
   readonly log: OutageLogger;
   readonly clock: Clock;
+  /** How long a transaction across slots may stay undecided before recovery decides it (ms). */
+  readonly transactionDeadlineMs: number;
   readonly scripts: ScriptSet;
 }
 
@@ -106,6 +112,8 @@ export class RedisBackend {
   readonly registry: RedisRegistry;
   /** The time node-side code reads; the scripts read the same one (RedisStorageOptions.clock). */
   readonly clock: Clock;
+  /** See RedisBackendOptions.transactionDeadlineMs. */
+  readonly transactionDeadlineMs: number;
   /**
    * Every script call and MULTI must stay in one hash slot: true on Redis Cluster (and where a
    * test asks for it on standalone, so the rule is checked on every topology).
@@ -125,6 +133,7 @@ export class RedisBackend {
     this.slotGroup = options.slotGroup;
     this.scripts = options.scripts;
     this.clock = options.clock;
+    this.transactionDeadlineMs = options.transactionDeadlineMs;
     this.oneSlot = topology.kind === 'cluster' || options.oneSlot;
     const commandTimeout = options.commandTimeoutMs;
     this.redis = createRedis({ topology, connectionName: 'herald-broker', commandTimeout });

@@ -13,6 +13,7 @@
  */
 import type { OutboxIntent, OutboxStatus, OutboxStore, OutboxTake } from '../storage.js';
 import { decode, type RedisBackend, type Reply } from './context.js';
+import { RedisTransactions } from './transactions.js';
 
 /** Field values of a stream entry, by name. */
 function fieldsOf(raw: Reply[]): Map<string, string> {
@@ -58,6 +59,15 @@ function intentOf(queue: string, entry: [string, Reply[]]): OutboxIntent | undef
       },
     };
   }
+  if (text('k') === 'apply') {
+    return {
+      kind: 'apply',
+      id,
+      queue,
+      transactionId: text('x'),
+      shares: JSON.parse(text('q') || '[]') as string[][],
+    };
+  }
   return undefined;
 }
 
@@ -68,8 +78,19 @@ function entryTime(id: string): number {
 
 export class RedisOutbox implements OutboxStore {
   private readonly listeners: ((queue: string) => void)[] = [];
+  private readonly transactions: RedisTransactions;
 
-  constructor(private readonly backend: RedisBackend) {}
+  constructor(private readonly backend: RedisBackend) {
+    this.transactions = new RedisTransactions(backend);
+  }
+
+  async applyTransaction(transactionId: string, shares: readonly string[][]): Promise<void> {
+    await Promise.all(shares.map((queues) => this.transactions.applyShare(transactionId, queues)));
+  }
+
+  recoverTransactions(now: number): Promise<number> {
+    return this.transactions.recover(now);
+  }
 
   private get dueKey(): string {
     return this.backend.key('outbox', 'due');

@@ -19,59 +19,14 @@ import type {
   PushResult,
   QueueStore,
   TransactionOperation,
-  TransactionOperationResult,
   TransactionOutcome,
 } from '../storage.js';
 import { forEachBounded, QUEUES_IN_FLIGHT } from './bounded.js';
-import { decode, encode, type RedisBackend, type Reply, slotTag } from './context.js';
-
-/**
- * The queue whose outbox holds the hub updates of a transaction that touches no queue (never
- * listed as a queue: only its outbox keys exist).
- */
-export const PUBLISH_ONLY_QUEUE = ':herald:publish';
-
-/**
- * How long other nodes' relays leave a marked outbox to the node that marked it (its own relay
- * runs at once): past it, any relay takes it (docs/broker-outbox.md, "Relays").
- */
-export const OUTBOX_MARK_GRACE_MS = 5000;
+import { decode, encode, type RedisBackend, type Reply } from './context.js';
+import { ackArguments, pushItemArguments, RedisTransactions } from './transactions.js';
 
 /** How long the lease index outlives its lease (an extension arriving late still finds it). */
 const LEASE_INDEX_GRACE_MS = 60_000;
-
-/** One item's ARGV entries, in the order read_push_item (lua/includes/push-items.lua) reads them. */
-export function pushItemArguments(item: PushItem, partitionId: string): string[] {
-  return [
-    encode(item.partition),
-    partitionId,
-    item.transactionId,
-    item.messageId,
-    item.traceId ?? '',
-    item.data,
-    item.producerSub ?? '',
-  ];
-}
-
-/** One ack's ARGV entries, in the order ack_many (lua/includes/ack-many.lua) reads them. */
-function ackArguments(ack: AckInput, partition: string): string[] {
-  return [
-    encode(partition),
-    encode(ack.group),
-    ack.transactionId,
-    ack.status,
-    ack.leaseId ?? '',
-    ack.error ?? '',
-  ];
-}
-
-/** The refusal of a transaction whose queues live in different Redis Cluster slots. */
-function crossSlotError(first: string, other: string): string {
-  return (
-    `Transaction spans queues in different Redis Cluster slots ('${first}' and '${other}'): ` +
-    'on Redis Cluster a transaction may only touch queues that share a slot group (BROKER_REDIS_SLOT_GROUP)'
-  );
-}
 
 /**
  * How many pops per group a push can serve, per queue: one per partition it wrote a new
@@ -92,7 +47,11 @@ function pushCapacity(items: readonly PushItem[], results: readonly PushResult[]
 }
 
 export class RedisQueueStore implements QueueStore {
-  constructor(private readonly backend: RedisBackend) {}
+  private readonly transactions: RedisTransactions;
+
+  constructor(private readonly backend: RedisBackend) {
+    this.transactions = new RedisTransactions(backend);
+  }
 
   async push(items: PushItem[]): Promise<PushResult[]> {
     const { backend } = this;
@@ -310,120 +269,9 @@ export class RedisQueueStore implements QueueStore {
     return results;
   }
 
-  async transaction(operations: TransactionOperation[]): Promise<TransactionOutcome> {
-    const { backend } = this;
-    const args: string[] = [];
-    const touched = new Set<string>();
-    const pushes: { queue: string; partitionId: string }[] = [];
-    /** KEYS: the base of each queue touched, in first-use order (the script's key index is 1-based). */
-    const bases: string[] = [];
-    const queues: string[] = [];
-    /** Each operation's key index. */
-    const keyIndexes: number[] = [];
-    const keyOf = (queue: string): number => {
-      const base = backend.base(queue);
-      let index = bases.indexOf(base);
-      if (index === -1) index = bases.push(base) - 1;
-      queues[index] = queue;
-      keyIndexes.push(index + 1);
-      return index + 1;
-    };
-    for (const [index, operation] of operations.entries()) {
-      if (operation.type === 'push') {
-        const { item } = operation;
-        const partitionId = partitionIdOf(item.queue, item.partition);
-        await backend.registry.register(item.queue, [[item.partition, partitionId]]);
-        const { namespace, task } = namespaceAndTask(item.queue);
-        args.push(
-          'push',
-          String(keyOf(item.queue)),
-          namespace,
-          task,
-          ...pushItemArguments(item, partitionId),
-        );
-        touched.add(item.queue);
-        pushes[index] = { queue: item.queue, partitionId };
-      } else if (operation.type === 'publish') {
-        const { update } = operation;
-        keyIndexes.push(-1);
-        // Recorded in the outbox of the transaction's first queue (KEYS[1]).
-        args.push(
-          'publish',
-          update.id,
-          JSON.stringify(update.topics),
-          update.private ? '1' : '0',
-          update.type ?? '',
-          update.data,
-        );
-      } else {
-        const { ack } = operation;
-        // An unknown partition is checked by the script too (key index 0: not found), in
-        // operation order, so an earlier failing operation answers first, as in process
-        // (differential test).
-        const resolved = await backend.registry.resolve(ack.partitionId);
-        const [queue, partition] = resolved ?? ['', ''];
-        if (!resolved) keyIndexes.push(0);
-        args.push('ack', resolved ? String(keyOf(queue)) : '0', ...ackArguments(ack, partition));
-        if (resolved) touched.add(queue);
-      }
-    }
-    const publishes = operations.some((operation) => operation.type === 'publish');
-    // Hub updates and no queue: an outbox of their own.
-    if (bases.length === 0 && publishes) {
-      bases.push(backend.base(PUBLISH_ONLY_QUEUE));
-      queues.push(PUBLISH_ONLY_QUEUE);
-    }
-    // Only acks of partitions no queue has: the first one fails (nothing to run).
-    if (bases.length === 0) return { success: false, failedIndex: 0, error: 'Message not found' };
-    if (backend.oneSlot) {
-      const tag = slotTag(bases[0] as string);
-      const other = bases.findIndex((base) => slotTag(base) !== tag);
-      if (other !== -1) {
-        // Answered at the first operation on a queue outside the first queue's slot.
-        return {
-          success: false,
-          failedIndex: keyIndexes.indexOf(other + 1),
-          error: crossSlotError(queues[0] as string, queues[other] as string),
-        };
-      }
-    }
-    const outboxQueue = queues[0] as string;
-    // Marked before the script: a node killed right after it leaves its hub updates listed.
-    if (publishes) await backend.outbox.mark(outboxQueue, backend.clock.now() + OUTBOX_MARK_GRACE_MS);
-    const reply = await backend.run<Reply[]>('transaction', bases, args);
-    if (reply[0] === 'CLEAR') {
-      const refused = operations[Number(reply[1])];
-      throw encryptionChanged(refused?.type === 'push' ? refused.item.queue : '');
-    }
-    if (reply[0] === 'FAIL') {
-      return { success: false, failedIndex: Number(reply[1]), error: String(reply[2]) };
-    }
-    const rows = reply[1] as Reply[][];
-    if (Number(reply[2]) > 0) backend.outbox.recorded(outboxQueue);
-    const results = operations.map((operation, index): TransactionOperationResult => {
-      const row = rows[index] as Reply[];
-      if (operation.type === 'publish') return { type: 'publish', id: operation.update.id };
-      if (operation.type === 'push') {
-        const push = pushes[index] as { queue: string; partitionId: string };
-        return {
-          type: 'push',
-          transactionId: operation.item.transactionId,
-          status: row[1] === 1 ? 'queued' : 'duplicate',
-          messageId: String(row[2]),
-          partitionId: push.partitionId,
-          traceId: operation.item.traceId,
-          queue: push.queue,
-        };
-      }
-      return {
-        type: 'ack',
-        transactionId: operation.ack.transactionId,
-        dlq: row[2] === 1,
-        repeat: row[3] === 1,
-      };
-    });
-    backend.notifications.notify(touched);
-    return { success: true, results };
+  /** Pushes, acks and hub updates, all applied or none (transactions.ts). */
+  transaction(operations: TransactionOperation[]): Promise<TransactionOutcome> {
+    return this.transactions.run(operations);
   }
 
   async extendLease(leaseId: string, seconds: number): Promise<LeaseExtension> {

@@ -2,7 +2,7 @@ import { encryptionChanged } from '../errors.js';
 import { namespaceAndTask, partitionIdOf } from '../identifiers.js';
 import { forEachBounded, QUEUES_IN_FLIGHT } from '../redis/bounded.js';
 import { type RedisBackend, slotTag } from '../redis/context.js';
-import { pushItemArguments } from '../redis/queue-store.js';
+import { pushItemArguments } from '../redis/transactions.js';
 import type { PushResult } from '../storage.js';
 import { STREAMS_LIMITS } from './limits.js';
 import type {

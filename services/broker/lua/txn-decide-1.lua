@@ -1,0 +1,16 @@
+--[[
+  Decides a transaction across slots whose committing node went away (docs/broker-outbox.md,
+  "Transactions across slots"): its coordinator's decision if it committed, else 'aborted',
+  written now so a commit arriving later refuses (transaction-1.lua reads it).
+  KEYS[1]   base: the coordinator's base (the transaction's first queue)
+  ARGV[1]   transactionId: the transaction's id
+  Returns 'committed' or 'aborted'.
+  Resend-safe: naturally; the decision is written once and read back.
+]]
+--@include transaction-memory
+
+local decision = KEYS[1] .. 'txd:' .. ARGV[1]
+local decided = redis.call('GET', decision)
+if decided then return decided end
+redis.call('SET', decision, 'aborted', 'EX', TRANSACTION_MEMORY_S)
+return 'aborted'
