@@ -109,7 +109,7 @@ for (const place of PLACES)
     }
 
     test('an ack in one slot and a push in another commit together', async () => {
-      const { source, target, popped } = await sourceAndTarget();
+      const { target, popped } = await sourceAndTarget();
       const committed = await api.call('POST', '/api/v1/transaction', {
         operations: [
           { type: 'ack', ...pick(popped), status: 'completed' },

@@ -108,6 +108,167 @@ describe('one slot per call (BROKER_REDIS_ONE_SLOT)', () => {
   });
 });
 
+describe('notifications per queue (BROKER_REDIS_ONE_SLOT)', () => {
+  const prefix = uniquePrefix('slots-notify');
+  const nodes: Broker[] = [];
+  let url: string;
+  before(async () => {
+    // Standalone whatever HERALD_TEST_TOPOLOGY says: the test counts subscribers on that server.
+    url = await testRedisUrl();
+    for (let index = 0; index < 2; index++) {
+      nodes.push(
+        await startTestBroker('redis', {
+          REDIS_URL: url,
+          BROKER_REDIS_ONE_SLOT: 'true',
+          BROKER_KEY_PREFIX: prefix,
+        }),
+      );
+    }
+  });
+  after(async () => {
+    for (const node of nodes) await node.close();
+  });
+
+  test("a pop parked on one node is woken by a push through another, over the queue's own channel", async () => {
+    const parked = { api: client((nodes[0] as Broker).url) };
+    const pusher = { api: client((nodes[1] as Broker).url) };
+    const queue = queueName('notify');
+    const channel = `${prefix}{${encodeURIComponent(queue)}}:notify`;
+    const redis = createRedis(parseRedisOptions(url, { connectionName: 'slots-test' }));
+    try {
+      // Long enough that a lost notification shows as a 204 at the end of the wait.
+      const pop = parked.api.pop(queue, 'wait=true&timeout=30000');
+      // Parked and subscribed to the queue's channel (nothing else carries its notifications).
+      await waitFor(async () => {
+        const [, subscribers] = (await redis.pubsub('NUMSUB', channel)) as [string, number];
+        return subscribers >= 1;
+      });
+      assert.equal((await pusher.api.push([{ queue, payload: 'wake', transactionId: 'w1' }])).status, 201);
+      const reply = await pop;
+      assert.equal(reply.status, 200);
+      assert.equal(reply.body.messages[0].data, 'wake');
+    } finally {
+      redis.disconnect();
+    }
+  });
+});
+
+describe('streams where slots are enforced (BROKER_REDIS_ONE_SLOT)', () => {
+  const suite = brokerSuite('redis', { BROKER_REDIS_ONE_SLOT: 'true' });
+
+  test('a query without sink runs its cycles (state and source ack) in its source queue slot', async () => {
+    const { api } = suite;
+    const source = queueName('st-slot');
+    await api.push([{ queue: source, payload: 'in', transactionId: 'm1' }]);
+    const registered = await api.call('POST', '/streams/v1/queries', {
+      name: queueName('st-slot-q'),
+      source_queue: source,
+      config_hash: 'h1',
+    });
+    assert.equal(registered.status, 200, JSON.stringify(registered.body));
+    const group = `streams.${registered.body.name}`;
+    const popped = await popOne(api, source, `consumerGroup=${encodeURIComponent(group)}`);
+    const cycle = await api.call('POST', '/streams/v1/cycle', {
+      query_id: registered.body.query_id,
+      partition_id: popped.partitionId,
+      consumer_group: group,
+      state_ops: [{ type: 'upsert', key: 'k', value: { n: 1 } }],
+      ack: { transactionId: 'm1', leaseId: popped.leaseId, status: 'completed', count: 1 },
+    });
+    assert.equal(cycle.body.success, true, JSON.stringify(cycle.body));
+    assert.equal(cycle.body.ack_result.lease_released, true);
+    const state = await api.call('POST', '/streams/v1/state/get', {
+      query_id: registered.body.query_id,
+      partition_id: popped.partitionId,
+    });
+    assert.deepEqual(
+      state.body.rows.map((row: { key: string; value: unknown }) => [row.key, row.value]),
+      [['k', { n: 1 }]],
+    );
+  });
+
+  test('a sink queue in another slot is refused at registration (409) and in a cycle (nothing applied)', async () => {
+    const { api } = suite;
+    const source = queueName('st-slot-src');
+    const elsewhere = queueName('st-slot-other');
+    const refused = await api.call('POST', '/streams/v1/queries', {
+      name: queueName('st-slot-q'),
+      source_queue: source,
+      sink_queue: elsewhere,
+      config_hash: 'h1',
+    });
+    assert.equal(refused.status, 409);
+    assert.match(refused.body.error, /is not in the Redis Cluster slot of queue/);
+
+    const registered = await api.call('POST', '/streams/v1/queries', {
+      name: queueName('st-slot-q'),
+      source_queue: source,
+      config_hash: 'h1',
+    });
+    const cycle = await api.call('POST', '/streams/v1/cycle', {
+      query_id: registered.body.query_id,
+      partition_id: 'p',
+      state_ops: [{ type: 'upsert', key: 'k', value: 1 }],
+      push_items: [{ queue: elsewhere, payload: 'out', transactionId: 'o1' }],
+    });
+    assert.equal(cycle.status, 200);
+    assert.equal(cycle.body.success, false);
+    assert.match(
+      cycle.body.error,
+      new RegExp(`queue '${elsewhere.replaceAll('.', '\\.')}' is not in the Redis Cluster slot`),
+    );
+    const state = await api.call('POST', '/streams/v1/state/get', {
+      query_id: registered.body.query_id,
+      partition_id: 'p',
+    });
+    assert.deepEqual(state.body.rows, []);
+    assert.equal((await api.pop(elsewhere)).status, 204);
+  });
+
+  test('a source queue in another slot needs a reset: the state starts empty in the new slot', async () => {
+    const { api } = suite;
+    const name = queueName('st-slot-move');
+    const first = await api.call('POST', '/streams/v1/queries', {
+      name,
+      source_queue: queueName('st-slot-a'),
+      config_hash: 'h1',
+    });
+    const queryId = first.body.query_id;
+    await api.call('POST', '/streams/v1/cycle', {
+      query_id: queryId,
+      partition_id: 'p',
+      state_ops: [{ type: 'upsert', key: 'old', value: 1 }],
+    });
+    const moved = queueName('st-slot-b');
+    const kept = await api.call('POST', '/streams/v1/queries', {
+      name,
+      source_queue: moved,
+      config_hash: 'h1',
+    });
+    assert.equal(kept.status, 409);
+    assert.match(kept.body.error, /keeps its state in the Redis Cluster slot of queue/);
+    const sameHashReset = { name, source_queue: moved, config_hash: 'h1', reset: true };
+    assert.equal((await api.call('POST', '/streams/v1/queries', sameHashReset)).status, 409);
+
+    const reset = await api.call('POST', '/streams/v1/queries', { ...sameHashReset, config_hash: 'h2' });
+    assert.equal(reset.status, 200, JSON.stringify(reset.body));
+    assert.deepEqual([reset.body.query_id, reset.body.reset], [queryId, true]);
+    const stateGet = () =>
+      api.call('POST', '/streams/v1/state/get', { query_id: queryId, partition_id: 'p' });
+    assert.deepEqual((await stateGet()).body.rows, []);
+    const cycle = await api.call('POST', '/streams/v1/cycle', {
+      query_id: queryId,
+      partition_id: 'p',
+      state_ops: [{ type: 'upsert', key: 'new', value: 2 }],
+    });
+    assert.equal(cycle.body.success, true, JSON.stringify(cycle.body));
+    assert.deepEqual(
+      (await stateGet()).body.rows.map((row: { key: string }) => row.key),
+      ['new'],
+    );
+  });
+});
+
 describe('slot group per namespace (BROKER_REDIS_SLOT_GROUP=namespace)', () => {
   const suite = brokerSuite('redis', { BROKER_REDIS_ONE_SLOT: 'true', BROKER_REDIS_SLOT_GROUP: 'namespace' });
 
