@@ -1,6 +1,6 @@
 import { AUTH_FAILURE_REASONS } from '@herald/auth';
 import { limitRefusalsCounter } from '@herald/limits';
-import { Counter, Gauge, type Metrics, withZeroSeries } from '@herald/metrics';
+import { Counter, Gauge, Histogram, type Metrics, withZeroSeries } from '@herald/metrics';
 import { lagOfGroup } from './lag.js';
 import type { AckStatus, BrokerStorage, QueueStats } from './storage.js';
 
@@ -19,6 +19,11 @@ export interface BrokerMetrics {
   readonly popped: QueueCounter<'queue'>;
   readonly acked: QueueCounter<'queue' | 'status'>;
   readonly transactions: Counter<'result'>;
+  /**
+   * Transactions across Redis Cluster slots: seconds from the commit to the last other slot's
+   * share applied (what a reader of those slots may miss meanwhile; docs/broker-outbox.md).
+   */
+  readonly transactionApplyWindow: Histogram;
   readonly leaseExpiries: QueueCounter<'queue'>;
   readonly parkedLongPolls: Gauge;
   readonly authFailures: Counter<'reason'>;
@@ -223,6 +228,12 @@ export function createBrokerMetrics(
       'result',
       ['committed', 'rejected'],
     ),
+    transactionApplyWindow: new Histogram({
+      name: 'herald_broker_transaction_apply_window_seconds',
+      help: 'Transactions across Redis Cluster slots: time from the commit to the last other slot applied.',
+      buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1],
+      registers,
+    }),
     parkedLongPolls: new Gauge({
       name: 'herald_broker_parked_long_polls',
       help: 'Pops waiting (wait=true) on this node.',

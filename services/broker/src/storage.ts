@@ -159,7 +159,15 @@ export type TransactionOperation =
   | { type: 'publish'; update: HubUpdate };
 
 export type TransactionOutcome =
-  | { success: true; results: TransactionOperationResult[] }
+  | {
+      success: true;
+      results: TransactionOperationResult[];
+      /**
+       * Across Redis Cluster slots: ms from the commit to the last share applied, when a reader
+       * of another slot could see the commit's slot changed and not yet its own.
+       */
+      applyWindowMs?: number;
+    }
   | { success: false; error: string; failedIndex: number };
 
 export type TransactionOperationResult =

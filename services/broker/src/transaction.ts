@@ -134,6 +134,8 @@ export async function runTransaction(
     return { transactionId, success: false, results: [], error: `${outcome.error}${where}` };
   }
   context.metrics.transactions.inc({ result: 'committed' });
+  if (outcome.applyWindowMs !== undefined)
+    context.metrics.transactionApplyWindow.observe(outcome.applyWindowMs / 1000);
   // Every ack of a committed transaction was applied: their in-flight slots are free.
   const acks = operations.flatMap((op) => (op.type === 'ack' ? [op.ack] : []));
   await context.limits.acknowledged(

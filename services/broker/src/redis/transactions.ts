@@ -20,6 +20,7 @@
  * 'aborted', written so a late commit refuses); committed ones are applied through their apply
  * intent, aborted ones have their shares released.
  */
+import { performance } from 'node:perf_hooks';
 import { BrokerError, encryptionChanged } from '../errors.js';
 import { namespaceAndTask, newId, partitionIdOf } from '../identifiers.js';
 import type {
@@ -236,7 +237,9 @@ export class RedisTransactions {
       };
     });
     backend.notifications.notify(touched);
-    return { success: true, results };
+    return outcome.windowMs === undefined
+      ? { success: true, results }
+      : { success: true, results, applyWindowMs: outcome.windowMs };
   }
 
   /**
@@ -249,7 +252,8 @@ export class RedisTransactions {
     shares: readonly Share[],
     operations: TransactionOperation[],
   ): Promise<
-    { success: true; rows: Map<number, Reply[]> } | Extract<TransactionOutcome, { success: false }>
+    | { success: true; rows: Map<number, Reply[]>; windowMs?: number }
+    | Extract<TransactionOutcome, { success: false }>
   > {
     const { backend } = this;
     const reply = await backend.run<Reply[]>('transaction', coordinator.bases, [
@@ -272,7 +276,8 @@ export class RedisTransactions {
     shares: Share[],
     operations: TransactionOperation[],
   ): Promise<
-    { success: true; rows: Map<number, Reply[]> } | Extract<TransactionOutcome, { success: false }>
+    | { success: true; rows: Map<number, Reply[]>; windowMs?: number }
+    | Extract<TransactionOutcome, { success: false }>
   > {
     const { backend } = this;
     const txid = newId();
@@ -332,6 +337,7 @@ export class RedisTransactions {
       await this.forget(txid);
       return committed;
     }
+    const committedAt = performance.now();
     // Applied now, so the next request sees every share; a share whose slot is away now is
     // applied by the relay of the apply intent the commit recorded.
     const applied = await Promise.allSettled(shares.map((share) => this.applyShare(txid, share.queues)));
@@ -342,8 +348,9 @@ export class RedisTransactions {
         committed.rows.set(share.indexes[index] as number, row);
       });
     });
+    const windowMs = performance.now() - committedAt;
     await this.forget(txid).catch(() => undefined);
-    return committed;
+    return { ...committed, windowMs };
   }
 
   /** Applies one prepared share (txn-apply-1.lua); its results, or undefined when there was none. */
