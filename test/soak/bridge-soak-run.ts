@@ -461,14 +461,14 @@ export async function runBridgeSoak(overrides: Partial<BridgeSoakOptions> = {}):
 
     const outboxBase = `${BROKER_PREFIX}{${encodeURIComponent(BRIDGE_QUEUE)}}:`;
     const takeCall = scriptCall(loadBrokerScripts().get('outbox-take') as { sha: string; source: string });
+    /** Relays of killed broker runs: their lock lapses on its own, 15 s after their last take. */
+    const killedRelays = new Set<string>();
+    let lastHolder: string | null = null;
     /**
      * Which broker node's relay holds the queue's outbox now (outbox-take-1.lua's lock), if known:
      * the proxied node's takes name its relay (ARGV[1]); a holder the proxy never saw is the other
      * node's, unless it is a killed run's of the proxied node.
      */
-    /** Relays of killed broker runs: their lock lapses on its own, 15 s after their last take. */
-    const killedRelays = new Set<string>();
-    let lastHolder: string | null = null;
     const relayHolder = async (): Promise<number | undefined> => {
       const holder = await reader.get(`${outboxBase}obl`).catch(() => null);
       lastHolder = holder;
