@@ -12,7 +12,9 @@
   ARGV[1]   transactionId: the id of a transaction across slots ('' for one within one slot)
   ARGV[2]   shares: JSON list of the other slots' shares, each the list of its queues in KEYS
             order ('' for none): recorded in the apply intent
-  ARGV[3..] operations: as includes/transaction-read.lua reads them
+  ARGV[3]   memory: seconds the decision is kept (a resent commit and recovery read it; '' when
+            ARGV[1] is '')
+  ARGV[4..] operations: as includes/transaction-read.lua reads them
   Returns { 'OK', result..., intents } with result { 'push', queued(1/0), messageId },
   { 'ack', 1, dlq(1/0), repeat(1/0) } or { 'publish' }, and intents the number of outbox
   intents recorded (includes/outbox.lua); { 'FAIL', index (0-based), error }, or
@@ -29,7 +31,6 @@
 --@include clock
 --@include transaction-apply
 --@include transaction-check
---@include transaction-memory
 --@include transaction-read
 
 local now = now_ms()
@@ -40,7 +41,7 @@ if decided == 'aborted' then
   return { 'FAIL', -1, 'Transaction timed out before it committed (nothing applied)' }
 end
 
-local ops, refused = read_transaction_ops(ARGV, 3)
+local ops, refused = read_transaction_ops(ARGV, 4)
 if not ops then return refused end
 local fresh
 fresh, refused = check_transaction_ops(ops, now)
@@ -48,7 +49,7 @@ if not fresh then return refused end
 
 local out = apply_transaction_ops(ops, now, false)
 if txid ~= '' and not decided then
-  redis.call('SET', decision, 'committed', 'EX', TRANSACTION_MEMORY_S)
+  redis.call('SET', decision, 'committed', 'EX', ARGV[3])
   outbox_add(KEYS[1], 'k', 'apply', 'x', txid, 'q', shares)
 end
 return { 'OK', out, outbox_written }

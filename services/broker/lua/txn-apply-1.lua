@@ -4,6 +4,7 @@
   coordinator's apply intent (any node) again; only the first run applies.
   KEYS[1..] bases: the base of each queue of the share, as given to txn-prepare-1.lua
   ARGV[1]   transactionId: the transaction's id
+  ARGV[2]   memory: seconds the applied share's record (state, results) is kept
   Returns { 'OK', results, intents } (results as transaction-1.lua's; intents recorded by bridged
   queues, includes/outbox.lua), or { 'NONE' } when no prepared share is found (never prepared,
   aborted, or applied so long ago its record expired).
@@ -12,7 +13,6 @@
 ]]
 --@include clock
 --@include transaction-apply
---@include transaction-memory
 --@include transaction-read
 
 local now = now_ms()
@@ -27,5 +27,5 @@ local held = cjson.decode(redis.call('HGET', record, 'held'))
 for i = 1, #held, 2 do redis.call('HINCRBY', KEYS[held[i]] .. 'stats', 'txpush', -held[i + 1]) end
 redis.call('HSET', record, 'state', 'applied', 'out', cjson.encode(out))
 redis.call('HDEL', record, 'ops', 'held')
-redis.call('EXPIRE', record, TRANSACTION_MEMORY_S)
+redis.call('EXPIRE', record, ARGV[2])
 return { 'OK', out, outbox_written }

@@ -4,13 +4,13 @@
   written now so a commit arriving later refuses (transaction-1.lua reads it).
   KEYS[1]   base: the coordinator's base (the transaction's first queue)
   ARGV[1]   transactionId: the transaction's id
+  ARGV[2]   memory: seconds an 'aborted' decision is kept (long: a stalled node's commit must
+            still find it)
   Returns 'committed' or 'aborted'.
   Resend-safe: naturally; the decision is written once and read back.
 ]]
---@include transaction-memory
-
 local decision = KEYS[1] .. 'txd:' .. ARGV[1]
 local decided = redis.call('GET', decision)
 if decided then return decided end
-redis.call('SET', decision, 'aborted', 'EX', TRANSACTION_MEMORY_S)
+redis.call('SET', decision, 'aborted', 'EX', ARGV[2])
 return 'aborted'

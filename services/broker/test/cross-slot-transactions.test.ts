@@ -189,7 +189,7 @@ for (const place of PLACES)
       assert.equal(await held(target), 1);
       const full = await api.push([{ queue: target, payload: 'second', transactionId: 'f2' }]);
       assert.ok(full.status >= 400 && full.status < 500, `a full queue: ${full.status}`);
-      assert.equal(await runScript(redis, script('txn-abort'), [base(target)], [txid]), 'prepared');
+      assert.equal(await runScript(redis, script('txn-abort'), [base(target)], [txid, 120]), 'prepared');
       assert.equal(await held(target), 0);
       assert.equal((await api.push([{ queue: target, payload: 'second', transactionId: 'f2' }])).status, 201);
     });
@@ -217,17 +217,20 @@ for (const place of PLACES)
       ];
     }
 
-    /** Records a transaction as the committing node does first (redis/transactions.ts). */
-    async function record(txid: string, coordinator: string, share: string): Promise<void> {
+    /**
+     * Records a transaction as the committing node does first (redis/transactions.ts), with its
+     * deadline (recovery decides it once past).
+     */
+    async function record(txid: string, coordinator: string, share: string, deadline: number): Promise<void> {
       const records = `${prefix}{txn}:records`;
       await redis.hset(records, txid, JSON.stringify({ coordinator: [coordinator], shares: [[share]] }));
-      await redis.zadd(`${prefix}{txn}:pending`, Date.now(), txid);
+      await redis.zadd(`${prefix}{txn}:pending`, deadline, txid);
     }
 
     test('recovery aborts a share prepared by a node that died before the commit; a late commit is refused', async () => {
       const { source, target, popped } = await sourceAndTarget();
       const txid = `dead-${queueName('t')}`;
-      await record(txid, source, target);
+      await record(txid, source, target, Date.now());
       const prepared = await runScript<unknown[]>(
         redis,
         script('txn-prepare'),
@@ -245,6 +248,7 @@ for (const place of PLACES)
         [
           txid,
           JSON.stringify([[target]]),
+          '120',
           'ack',
           '1',
           encodeURIComponent('Default'),
@@ -264,7 +268,8 @@ for (const place of PLACES)
     test('recovery applies the shares of a transaction whose node died after the commit', async () => {
       const { source, target, popped } = await sourceAndTarget();
       const txid = `committed-${queueName('t')}`;
-      await record(txid, source, target);
+      // Not due before the commit below ran (recovery would abort it first).
+      await record(txid, source, target, Date.now() + 600_000);
       await runScript(
         redis,
         script('txn-prepare'),
@@ -278,6 +283,7 @@ for (const place of PLACES)
         [
           txid,
           JSON.stringify([[target]]),
+          '120',
           'ack',
           '1',
           encodeURIComponent('Default'),
@@ -291,6 +297,8 @@ for (const place of PLACES)
       assert.equal(committed[0], 'OK');
       // Committed, not yet applied: the source's ack is visible, the target's push not yet.
       assert.equal((await api.pop(target)).status, 204);
+      // The node died: its deadline passes.
+      await redis.zadd(`${prefix}{txn}:pending`, Date.now(), txid);
       await waitFor(async () => (await api.pop(target, 'batch=1')).status === 200, {
         what: 'recovery to apply the share',
       });

@@ -48,6 +48,11 @@ export const OUTBOX_MARK_GRACE_MS = 5000;
 const LEASE_PIN_MS = 30_000;
 /** Transactions one recovery round decides. */
 const RECOVERY_BATCH = 50;
+/**
+ * How long an 'aborted' decision of recovery is kept (s): a node stalled past the deadline that
+ * sends its commit later must still find it. Rare (crashes and stalls only), so it can be long.
+ */
+const ABORTED_DECISION_MEMORY_S = 3600;
 
 /** One item's ARGV entries, in the order read_push_item (lua/includes/read-push-item.lua) reads them. */
 export function pushItemArguments(item: PushItem, partitionId: string): string[] {
@@ -123,6 +128,15 @@ export type TransactionRecord = { coordinator: string[]; shares: string[][] };
 
 export class RedisTransactions {
   constructor(private readonly backend: RedisBackend) {}
+
+  /**
+   * Seconds a commit's decision and a share's applied or aborted record are kept: past twice the
+   * deadline no resend and no recovery reads them any more. Bounded so that memory stays in
+   * proportion to the rate (1,000 transactions per second keep ~2 minutes of them at 30 s).
+   */
+  private get memorySeconds(): number {
+    return Math.ceil((2 * this.backend.transactionDeadlineMs + 60_000) / 1000);
+  }
 
   private get recordsKey(): string {
     return this.backend.key('{txn}', 'records');
@@ -259,6 +273,7 @@ export class RedisTransactions {
     const reply = await backend.run<Reply[]>('transaction', coordinator.bases, [
       txid,
       shares.length === 0 ? '' : JSON.stringify(shares.map((share) => share.queues)),
+      txid === '' ? '' : String(this.memorySeconds),
       ...coordinator.args,
     ]);
     const refusal = refusalOf(reply, coordinator, operations);
@@ -359,7 +374,7 @@ export class RedisTransactions {
     const reply = await backend.run<Reply[]>(
       'txn-apply',
       queues.map((queue) => backend.base(queue)),
-      [txid],
+      [txid, this.memorySeconds],
     );
     if (reply[0] !== 'OK') return undefined;
     if (Number(reply[2]) > 0) for (const queue of queues) backend.outbox.recorded(queue);
@@ -375,7 +390,7 @@ export class RedisTransactions {
         return backend.run(
           'txn-abort',
           queues.map((queue) => backend.base(queue)),
-          [txid],
+          [txid, this.memorySeconds],
         );
       }),
     );
@@ -397,7 +412,11 @@ export class RedisTransactions {
       if (text) {
         const record = JSON.parse(text) as TransactionRecord;
         const coordinatorQueue = record.coordinator[0] as string;
-        const decision = await backend.run<string>('txn-decide', [backend.base(coordinatorQueue)], [txid]);
+        const decision = await backend.run<string>(
+          'txn-decide',
+          [backend.base(coordinatorQueue)],
+          [txid, Math.max(ABORTED_DECISION_MEMORY_S, this.memorySeconds)],
+        );
         // Committed: its apply intent is in the coordinator's outbox, listed for the relays now.
         if (decision === 'committed') await backend.outbox.mark(coordinatorQueue, now);
         else await this.abort(txid, record.shares);
