@@ -10,7 +10,7 @@
  *
  *   node --import tsx test/soak/bridge-soak.ts --messages 100000
  */
-import { type ClientRequest, request as httpRequest, type IncomingMessage } from 'node:http';
+import type { ClientRequest } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { loadBrokerScripts } from '@herald/broker';
 import { RedisServer, ReplyLossProxy, scriptCall, waitFor } from '@herald/testkit';
@@ -20,6 +20,7 @@ import { MAIN as BROKER_MAIN } from '../broker/nodes.js';
 import { HUB_MAIN } from '../hub/support.js';
 import { ClusterClient } from './client.js';
 import { ServiceNode } from './processes.js';
+import { streamEventIds } from './sse-subscriber.js';
 
 export const BRIDGE_FAULTS = ['broker-kill', 'hub-kill', 'redis-kill'] as const;
 export type BridgeFault = (typeof BRIDGE_FAULTS)[number];
@@ -228,42 +229,13 @@ class ResumingBridgeSubscriber {
 
   /** One connection; resolves with its status once it ended. */
   private stream(url: string, opened: () => void): Promise<number> {
-    return new Promise((resolve, reject) => {
-      const headers: Record<string, string> = { accept: 'text/event-stream' };
-      if (this.lastEventId !== undefined) headers['last-event-id'] = this.lastEventId;
-      const request = httpRequest(url, { headers });
-      this.request = request;
-      request.on('error', reject);
-      request.on('response', (response: IncomingMessage) => {
-        if (response.statusCode !== 200) {
-          response.resume();
-          response.on('end', () => resolve(response.statusCode ?? 0));
-          return;
-        }
-        response.setEncoding('utf8');
-        let buffer = '';
-        let id: string | undefined;
-        response.on('data', (chunk: string) => {
-          buffer += chunk;
-          let newline = buffer.indexOf('\n');
-          while (newline !== -1) {
-            const line = buffer.slice(0, newline);
-            buffer = buffer.slice(newline + 1);
-            if (line.startsWith(':')) opened();
-            else if (line.startsWith('id: ')) id = line.slice(4);
-            else if (line === '' && id !== undefined) {
-              this.receive(id);
-              id = undefined;
-            }
-            newline = buffer.indexOf('\n');
-          }
-        });
-        const end = () => resolve(200);
-        response.on('end', end);
-        response.on('close', end);
-        response.on('error', end);
-      });
-      request.end();
+    return streamEventIds(url, {
+      lastEventId: this.lastEventId,
+      opened,
+      event: (id) => this.receive(id),
+      started: (request) => {
+        this.request = request;
+      },
     });
   }
 

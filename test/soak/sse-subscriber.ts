@@ -17,6 +17,61 @@ export interface SubscriberCounts {
 }
 
 /**
+ * One SSE connection that hears only event ids: `opened` at each comment (the hub's opening one
+ * says the subscription is registered), `event` with each event's id. Resolves with the status
+ * once the connection ended (200 for a stream that ran), rejects when it could not connect.
+ */
+export function streamEventIds(
+  url: string,
+  options: {
+    readonly headers?: Record<string, string>;
+    readonly lastEventId: string | undefined;
+    readonly opened: () => void;
+    readonly event: (id: string) => void;
+    /** The request, so the caller can cut it. */
+    readonly started: (request: ClientRequest) => void;
+  },
+): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const headers: Record<string, string> = { accept: 'text/event-stream', ...options.headers };
+    if (options.lastEventId !== undefined) headers['last-event-id'] = options.lastEventId;
+    const request = httpRequest(url, { headers });
+    options.started(request);
+    request.on('error', reject);
+    request.on('response', (response: IncomingMessage) => {
+      if (response.statusCode !== 200) {
+        response.resume();
+        response.on('end', () => resolve(response.statusCode ?? 0));
+        return;
+      }
+      response.setEncoding('utf8');
+      let buffer = '';
+      let id: string | undefined;
+      response.on('data', (chunk: string) => {
+        buffer += chunk;
+        let newline = buffer.indexOf('\n');
+        while (newline !== -1) {
+          const line = buffer.slice(0, newline);
+          buffer = buffer.slice(newline + 1);
+          if (line.startsWith(':')) options.opened();
+          else if (line.startsWith('id: ')) id = line.slice(4);
+          else if (line === '' && id !== undefined) {
+            options.event(id);
+            id = undefined;
+          }
+          newline = buffer.indexOf('\n');
+        }
+      });
+      const end = () => resolve(200);
+      response.on('end', end);
+      response.on('close', end);
+      response.on('error', end);
+    });
+    request.end();
+  });
+}
+
+/**
  * An SSE subscriber that behaves like a browser's EventSource: when the stream ends or cannot
  * be opened it reconnects (to the next node) with `Last-Event-ID` set to the last id it received
  * (`earliest` before the first). Update ids are `t<topic>-<seq>`.
@@ -80,42 +135,14 @@ export class ResumingSubscriber {
 
   /** One connection; resolves with its status once it ended. */
   private stream(url: string, opened: () => void): Promise<number> {
-    return new Promise((resolve, reject) => {
-      const headers: Record<string, string> = { accept: 'text/event-stream', 'x-forwarded-proto': 'https' };
-      if (this.lastEventId !== undefined) headers['last-event-id'] = this.lastEventId;
-      const request = httpRequest(url, { headers });
-      this.request = request;
-      request.on('error', reject);
-      request.on('response', (response: IncomingMessage) => {
-        if (response.statusCode !== 200) {
-          response.resume();
-          response.on('end', () => resolve(response.statusCode ?? 0));
-          return;
-        }
-        response.setEncoding('utf8');
-        let buffer = '';
-        let id: string | undefined;
-        response.on('data', (chunk: string) => {
-          buffer += chunk;
-          let newline = buffer.indexOf('\n');
-          while (newline !== -1) {
-            const line = buffer.slice(0, newline);
-            buffer = buffer.slice(newline + 1);
-            if (line.startsWith(':')) opened();
-            else if (line.startsWith('id: ')) id = line.slice(4);
-            else if (line === '' && id !== undefined) {
-              this.receive(id);
-              id = undefined;
-            }
-            newline = buffer.indexOf('\n');
-          }
-        });
-        const end = () => resolve(200);
-        response.on('end', end);
-        response.on('close', end);
-        response.on('error', end);
-      });
-      request.end();
+    return streamEventIds(url, {
+      headers: { 'x-forwarded-proto': 'https' },
+      lastEventId: this.lastEventId,
+      opened,
+      event: (id) => this.receive(id),
+      started: (request) => {
+        this.request = request;
+      },
     });
   }
 
