@@ -218,6 +218,31 @@ for (const place of PLACES)
     }
 
     /**
+     * The commit a node runs (transaction-1.lua): the coordinator `source` acks `popped`, the
+     * share in `target`'s slot was prepared.
+     */
+    function commitByHand(txid: string, source: string, target: string, popped: Popped): Promise<unknown[]> {
+      return runScript<unknown[]>(
+        redis,
+        script('transaction'),
+        [base(source)],
+        [
+          txid,
+          JSON.stringify([[target]]),
+          '120',
+          'ack',
+          '1',
+          encodeURIComponent('Default'),
+          encodeURIComponent('__QUEUE_MODE__'),
+          popped.transactionId,
+          'completed',
+          popped.leaseId,
+          '',
+        ],
+      );
+    }
+
+    /**
      * Records a transaction as the committing node does first (redis/transactions.ts), with its
      * deadline (recovery decides it once past).
      */
@@ -241,24 +266,7 @@ for (const place of PLACES)
       assert.equal(await held(target), 1);
       await waitFor(async () => (await held(target)) === 0, { what: 'recovery to release the share' });
       assert.equal(await redis.hget(`${base(target)}txp:${txid}`, 'state'), 'aborted');
-      const late = await runScript<unknown[]>(
-        redis,
-        script('transaction'),
-        [base(source)],
-        [
-          txid,
-          JSON.stringify([[target]]),
-          '120',
-          'ack',
-          '1',
-          encodeURIComponent('Default'),
-          encodeURIComponent('__QUEUE_MODE__'),
-          popped.transactionId,
-          'completed',
-          popped.leaseId,
-          '',
-        ],
-      );
+      const late = await commitByHand(txid, source, target, popped);
       assert.equal(late[0], 'FAIL');
       assert.match(String(late[2]), /timed out/);
       assert.equal((await api.pop(target)).status, 204);
@@ -276,24 +284,7 @@ for (const place of PLACES)
         [base(target)],
         [txid, Date.now() + 60_000, ...pushOperation(target, 'survivor', 'o1', `m-${txid}`)],
       );
-      const committed = await runScript<unknown[]>(
-        redis,
-        script('transaction'),
-        [base(source)],
-        [
-          txid,
-          JSON.stringify([[target]]),
-          '120',
-          'ack',
-          '1',
-          encodeURIComponent('Default'),
-          encodeURIComponent('__QUEUE_MODE__'),
-          popped.transactionId,
-          'completed',
-          popped.leaseId,
-          '',
-        ],
-      );
+      const committed = await commitByHand(txid, source, target, popped);
       assert.equal(committed[0], 'OK');
       // Committed, not yet applied: the source's ack is visible, the target's push not yet.
       assert.equal((await api.pop(target)).status, 204);
