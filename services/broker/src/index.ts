@@ -291,6 +291,7 @@ export async function startBroker(config: BrokerConfig, options: StartOptions = 
   app.addHook('onClose', async () => {
     longPoll.close();
     await relay.stop();
+    await publisher?.close();
     await maintenance.close();
     await revocations.stop();
     await closeRedis(revocationsRedis);
