@@ -18,6 +18,7 @@
  * quiet machine: the load average is printed.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
+import { createHmac } from 'node:crypto';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -121,7 +122,37 @@ interface BridgeRow {
   plain: number;
   bridgedPush: number;
   bridge: number;
+  /** The hub's own rate: CONCURRENCY publishers posting straight to it (what the relay is bound by). */
+  direct: number;
   relayDelayP99: number;
+}
+
+/** A publisher token for the hub (HS256 over SECRET), as the broker signs its own. */
+function publisherToken(): string {
+  const encode = (value: object) => Buffer.from(JSON.stringify(value)).toString('base64url');
+  const body = `${encode({ alg: 'HS256', typ: 'JWT' })}.${encode({ mercure: { publish: [{ match: '*' }] } })}`;
+  return `${body}.${createHmac('sha256', SECRET).update(body).digest('base64url')}`;
+}
+
+/** Updates per second, CONCURRENCY publishers posting `count` updates straight to the hub. */
+async function publishDirect(hub: string, count: number): Promise<number> {
+  const pool = new Pool(hub, { connections: CONCURRENCY });
+  const authorization = `Bearer ${publisherToken()}`;
+  const { seconds } = await drive(count, async (index) => {
+    const response = await pool.request({
+      method: 'POST',
+      path: '/.well-known/mercure',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', authorization },
+      body: new URLSearchParams({
+        topic: `https://example.com/direct/p${index % PARTITIONS}`,
+        data: JSON.stringify(PAYLOAD),
+      }).toString(),
+    });
+    await response.body.text();
+    if (response.statusCode !== 200) throw new Error(`publish answered ${response.statusCode}`);
+  });
+  await pool.close();
+  return count / seconds;
 }
 
 /** One round of the bridge rows on a fresh broker and hub pair. */
@@ -183,10 +214,11 @@ async function bridgeRound(redisUrl: string, order: 'plain-first' | 'bridged-fir
   }
   const metrics = await (await fetch(`${broker}/metrics`)).text();
   const relayDelayP99 = histogramQuantile(metrics, 'herald_outbox_relay_delay_seconds', 0.99);
+  const direct = await publishDirect(hub, BRIDGE_MESSAGES / 2);
   await pool.close();
   redis.disconnect();
   await stopAll();
-  return { plain, bridgedPush, bridge, relayDelayP99 };
+  return { plain, bridgedPush, bridge, direct, relayDelayP99 };
 }
 
 /** A quantile (seconds) of a prom-client histogram in /metrics text, from its buckets. */
@@ -346,6 +378,10 @@ bridgeRows.forEach((row, round) => {
   console.log(
     `| bridge: messages -> hub updates, end to end (updates/s) | ${round + 1} | ${fmt(row.bridge)} | ${fmt(row.bridge / row.plain, 2)} |`,
   );
+  console.log(
+    `| hub publish, ${CONCURRENCY} publishers straight to the hub (updates/s) | ${round + 1} | ${fmt(row.direct)} | ${fmt(row.direct / row.plain, 2)} |`,
+  );
+  console.log(`| bridge against the hub's own rate | ${round + 1} | | ${fmt(row.bridge / row.direct, 2)} |`);
   console.log(
     `| relay delay p99, record -> hub (s, bucket bound) | ${round + 1} | ${fmt(row.relayDelayP99, 3)} | |`,
   );
