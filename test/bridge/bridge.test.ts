@@ -72,9 +72,9 @@ async function history(hub: TestHub, topics: string[], count: number, token?: st
   return stream;
 }
 
-/** The broker's outbox status row of a queue (GET /api/v1/system/outbox). */
+/** The broker's outbox status row of a queue (GET /api/v1/outbox). */
 async function outboxRow(broker: Broker, queue: string) {
-  const status = await call(broker.url, 'GET', '/api/v1/system/outbox');
+  const status = await call(broker.url, 'GET', '/api/v1/outbox');
   assert.equal(status.status, 200);
   return (status.body.outboxes as { queue: string; pending: number; refused: number }[]).find(
     (row) => row.queue === queue,

@@ -144,7 +144,7 @@ describe('console: the queue bridge and the outbox relay (admin, headless Chromi
     assert.ok(hub.publishes.includes('https://example.com/slow/outbox.slow/p1'), hub.publishes.join());
     // Needing a look first: the refused outbox, then the lagging one.
     assert.deepEqual(await table.locator('tbody tr td:first-child').allTextContents(), [REFUSED, SLOW]);
-    const status = (await api('GET', '/api/v1/system/outbox')).body;
+    const status = (await api('GET', '/api/v1/outbox')).body;
     const slow = status.outboxes.find((row: { queue: string }) => row.queue === SLOW);
     assert.equal(slow.pending, 1);
     assert.ok(slow.lagSeconds > 5, String(slow.lagSeconds));

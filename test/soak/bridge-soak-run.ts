@@ -549,7 +549,7 @@ export async function runBridgeSoak(overrides: Partial<BridgeSoakOptions> = {}):
     const drain = async () => {
       const deadline = performance.now() + options.drainTimeoutMs;
       while (!aborted) {
-        const reply = await cluster.retrying('GET', '/api/v1/system/outbox', undefined, () => aborted);
+        const reply = await cluster.retrying('GET', '/api/v1/outbox', undefined, () => aborted);
         if (reply?.status === 200) {
           const rows = (
             JSON.parse(reply.text) as { outboxes: { queue: string; pending: number; refused: number }[] }

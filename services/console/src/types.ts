@@ -164,7 +164,7 @@ export interface HubTenantLimits {
   usage: { subscriptions: TenantUsage[]; publish: TenantUsage[] };
 }
 
-/** One queue's outbox (GET /api/v1/system/outbox; docs/broker-outbox.md). */
+/** One queue's outbox (GET /api/v1/outbox; docs/broker-outbox.md). */
 export interface OutboxRow {
   queue: string;
   /** Intents waiting to be relayed to the hub. */

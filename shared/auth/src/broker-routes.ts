@@ -67,6 +67,8 @@ export const BROKER_ROUTE_TABLE: readonly RouteRule[] = [
   { level: 'read-only', methods: ['GET'], match: 'prefix', path: '/api/v1/dlq' },
   // Herald's: a consumer group's lag, what an autoscaler reads (docs/broker-autoscaling.md).
   { level: 'read-only', methods: ['GET'], match: 'exact', path: '/api/v1/lag' },
+  // Herald's: the outbox relay's backlog (docs/broker-outbox.md), what the console watches.
+  { level: 'read-only', methods: ['GET'], match: 'exact', path: '/api/v1/outbox' },
   { level: 'read-only', methods: ['GET'], match: 'prefix', path: '/api/v1/traces' },
   { level: 'read-only', match: 'exact', path: '/streams/v1/state/get' },
   // write-only: "POST /api/v1/push, and only that".

@@ -6,12 +6,12 @@ import { READ_ONLY } from './access.js';
 const MAX_OUTBOXES = 1000;
 
 /**
- * `GET /api/v1/system/outbox` (docs/broker-outbox.md, "Watching the relay"): each outbox that is
+ * `GET /api/v1/outbox` (docs/broker-outbox.md, "Watching the relay"): each outbox that is
  * bridged or listed for the relays, with its waiting intents, the age of the oldest and the
  * intents the hub refused for good. Herald's extension; the console's System view reads it.
  */
 export function registerOutboxRoutes(app: FastifyInstance, context: BrokerContext): void {
-  app.get('/api/v1/system/outbox', READ_ONLY, async () => {
+  app.get('/api/v1/outbox', READ_ONLY, async () => {
     const { outbox } = context.storage;
     const [bridged, listed] = await Promise.all([
       outbox.bridged(),

@@ -113,7 +113,7 @@ export function SystemView(props: { caps: Capabilities }) {
     [props.caps.admin],
   );
   const outbox = usePoll(
-    async () => (props.caps.read ? await api<OutboxStatus>('/api/v1/system/outbox') : undefined),
+    async () => (props.caps.read ? await api<OutboxStatus>('/api/v1/outbox') : undefined),
     3000,
     [props.caps.read],
   );
