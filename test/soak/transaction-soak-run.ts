@@ -48,6 +48,12 @@ export interface TransactionSoakOptions {
    */
   minReplicasAck: number;
   /**
+   * BROKER_MIN_REPLICAS_ACK_TIMEOUT (ms; the broker's default 1000). Below REDIS_COMMAND_TIMEOUT
+   * (1 s) a write whose replicas do not confirm answers the replication-timeout 503 rather than
+   * running into the command deadline.
+   */
+  replicaAckTimeoutMs: number;
+  /**
    * How long a killed primary stays down after its replica took over (ms): the new primary has no
    * replica meanwhile, so with BROKER_MIN_REPLICAS_ACK its writes are answered 503 after they ran.
    */
@@ -69,6 +75,7 @@ export const TRANSACTION_SOAK_DEFAULTS: TransactionSoakOptions = {
   faults: ['node-kill', 'primary-kill', 'node-kill'],
   orders: OPERATION_ORDERS,
   minReplicasAck: 1,
+  replicaAckTimeoutMs: 1000,
   rejoinAfterMs: 5000,
   logLevel: 'warn',
   stallMs: 90_000,
@@ -218,6 +225,7 @@ export async function runTransactionSoak(
       BROKER_KEY_PREFIX: KEY_PREFIX,
       BROKER_TRANSACTION_RECOVERY_AFTER: '1000',
       BROKER_MIN_REPLICAS_ACK: String(options.minReplicasAck),
+      BROKER_MIN_REPLICAS_ACK_TIMEOUT: String(options.replicaAckTimeoutMs),
       LOG_LEVEL: options.logLevel,
       SHUTDOWN_TIMEOUT: '5000',
     };
@@ -633,7 +641,10 @@ export function formatTransactionTable(result: TransactionSoakResult): string {
     ['messages / source partitions', `${result.options.messages} / ${result.options.partitions}`],
     ['workers (per node × 2 nodes)', `${result.options.workersPerNode} × 2`],
     ['operation orders', result.options.orders.join(', ')],
-    ['BROKER_MIN_REPLICAS_ACK', result.options.minReplicasAck],
+    [
+      'BROKER_MIN_REPLICAS_ACK / its timeout',
+      `${result.options.minReplicasAck} / ${result.options.replicaAckTimeoutMs} ms`,
+    ],
     [
       'queues (slot → primary port)',
       [queues.source, queues.sinkA, queues.sinkB]

@@ -5,8 +5,8 @@
  * --faults a,b,c (of node-kill, primary-kill; default node-kill,primary-kill,node-kill),
  * --orders (of push-first, ack-first; default both, alternating), --min-replicas-ack (default 1),
  * --rejoin-after-ms (how long a killed primary stays down after the failover; default 5000),
- * --log-level (of the broker nodes, default warn; their log tails are printed on a failure or
- * with another level).
+ * --replica-ack-timeout-ms (BROKER_MIN_REPLICAS_ACK_TIMEOUT, default 1000), --log-level (of the
+ * broker nodes, default warn; their log tails are printed on a failure or with another level).
  * Prints the table; exits 1 on any transaction answered committed but not whole, refused but
  * applied, a lost or duplicated sink message, or room or a share left held.
  */
@@ -36,6 +36,7 @@ const { values } = parseArgs({
     orders: { type: 'string' },
     'min-replicas-ack': { type: 'string' },
     'rejoin-after-ms': { type: 'string' },
+    'replica-ack-timeout-ms': { type: 'string' },
     'log-level': { type: 'string' },
   },
 });
@@ -49,6 +50,11 @@ const result = await runTransactionSoak({
   orders: listOption<OperationOrder>(values.orders, 'orders', OPERATION_ORDERS, defaults.orders),
   minReplicasAck: integerOption(values['min-replicas-ack'], 'min-replicas-ack', defaults.minReplicasAck),
   rejoinAfterMs: integerOption(values['rejoin-after-ms'], 'rejoin-after-ms', defaults.rejoinAfterMs),
+  replicaAckTimeoutMs: integerOption(
+    values['replica-ack-timeout-ms'],
+    'replica-ack-timeout-ms',
+    defaults.replicaAckTimeoutMs,
+  ),
   logLevel: values['log-level'] ?? defaults.logLevel,
   log: (line) => console.error(`[${new Date().toISOString()}] ${line}`),
 });
