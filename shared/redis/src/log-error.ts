@@ -42,7 +42,10 @@ export function isConnectionError(error: unknown): boolean {
   if (!(error instanceof Error)) return false;
   const code = (error as NodeJS.ErrnoException).code;
   if (typeof code === 'string' && CONNECTION_CODES.has(code)) return true;
-  return /Connection is closed|Stream isn't writeable|MaxRetriesPerRequest/.test(error.message);
+  // ioredis aborts a pipeline's commands when its connection closes mid-way (AbortError).
+  return /Connection is closed|Stream isn't writeable|MaxRetriesPerRequest|Command aborted due to connection close/.test(
+    error.message,
+  );
 }
 
 /**

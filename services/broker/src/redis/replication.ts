@@ -106,6 +106,9 @@ export class ReplicatedWrites {
     const [script, marker, wait] = replies ?? [];
     if (!script || !marker || !wait) throw new Error('replicated write: the pipeline answered no replies');
     if (script[0]) {
+      // A failover moved the slot: a pipeline's MOVED does not teach ioredis the new owner (a
+      // single command's does), so the map is refreshed here or every later write fails too.
+      if (isCluster(this.client) && /^(MOVED|ASK) /.test(script[0].message)) this.client.refreshSlotsCache();
       throw NOT_RUN.test(script[0].message)
         ? new RedisUnavailableError('not-serving', script[0].message, { cause: script[0] })
         : script[0];

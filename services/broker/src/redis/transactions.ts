@@ -21,7 +21,7 @@
  * intent, aborted ones have their shares released.
  */
 import { performance } from 'node:perf_hooks';
-import { BrokerError, encryptionChanged } from '../errors.js';
+import { BrokerError, ENCRYPTION_CHANGED, encryptionChanged } from '../errors.js';
 import { namespaceAndTask, newId, partitionIdOf } from '../identifiers.js';
 import type {
   AckInput,
@@ -329,9 +329,9 @@ export class RedisTransactions {
     });
     if (refusal || failure !== undefined) {
       // Nothing committed: every share is released (a share whose prepare failed in transit may
-      // have run). Left to recovery if Redis cannot be reached now.
-      await this.abort(txid, shares);
-      await this.forget(txid);
+      // have run). The record goes only once every release is known to have run; else recovery
+      // decides the transaction (aborted: its commit never ran) and releases them again.
+      if (await this.abort(txid, shares)) await this.forget(txid);
       if (refusal) return refusal;
       throw failure;
     }
@@ -339,17 +339,16 @@ export class RedisTransactions {
     try {
       committed = await this.commit(coordinator, txid, shares, operations);
     } catch (error) {
-      // A refusal of the check (encryption changed): nothing committed. A commit that failed in
-      // transit may have run: recovery decides (the record stays).
-      if (error instanceof BrokerError) {
-        await this.abort(txid, shares);
-        await this.forget(txid);
+      // A payload in clear for a queue encrypted meanwhile is refused by the check, before any
+      // write. Anything else may have committed (a reply lost; a replica barrier timed out after
+      // the script ran): recovery decides from the coordinator's slot (the record stays).
+      if (error instanceof BrokerError && error.code === ENCRYPTION_CHANGED) {
+        if (await this.abort(txid, shares)) await this.forget(txid);
       }
       throw error;
     }
     if (!committed.success) {
-      await this.abort(txid, shares);
-      await this.forget(txid);
+      if (await this.abort(txid, shares)) await this.forget(txid);
       return committed;
     }
     const committedAt = performance.now();
@@ -382,9 +381,10 @@ export class RedisTransactions {
     return reply[1] as Reply[][];
   }
 
-  private async abort(txid: string, shares: readonly (Share | string[])[]): Promise<void> {
+  /** Releases the shares; resolves to whether every release is known to have run. */
+  private async abort(txid: string, shares: readonly (Share | string[])[]): Promise<boolean> {
     const { backend } = this;
-    await Promise.allSettled(
+    const settled = await Promise.allSettled(
       shares.map((share) => {
         const queues = share instanceof Share ? share.queues : share;
         return backend.run(
@@ -394,6 +394,7 @@ export class RedisTransactions {
         );
       }),
     );
+    return settled.every((result) => result.status === 'fulfilled');
   }
 
   private async forget(txid: string): Promise<void> {
@@ -419,7 +420,8 @@ export class RedisTransactions {
         );
         // Committed: its apply intent is in the coordinator's outbox, listed for the relays now.
         if (decision === 'committed') await backend.outbox.mark(coordinatorQueue, now);
-        else await this.abort(txid, record.shares);
+        // A share out of reach keeps the record: the next round releases it again.
+        else if (!(await this.abort(txid, record.shares))) continue;
       }
       await this.forget(txid);
     }
