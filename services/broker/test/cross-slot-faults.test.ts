@@ -7,11 +7,21 @@
  * - defect B: a release (abort) that cannot reach a share's primary must keep the transaction's
  *   record, or the share stays prepared (its room held) forever once its primary is back. Now
  *   the record stays and a later recovery round releases it.
+ * - lost replies (through the reply-loss proxy, on standalone with the one-slot rule): the
+ *   prepare, the commit or an apply run twice, and the transaction still commits whole, once.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { createRedis, type RedisClient, redisTopologyFromEnv, runScript } from '@herald/redis';
-import { keySlot, RedisCluster, uniquePrefix, waitFor } from '@herald/testkit';
+import {
+  keySlot,
+  RedisCluster,
+  RedisServer,
+  ReplyLossProxy,
+  scriptCall,
+  uniquePrefix,
+  waitFor,
+} from '@herald/testkit';
 import { namespaceAndTask, partitionIdOf } from '../src/identifiers.js';
 import type { Broker } from '../src/index.js';
 import { loadBrokerScripts } from '../src/scripts.js';
@@ -199,4 +209,86 @@ describe('a release that cannot reach its share', () => {
       what: 'the record forgotten',
     });
   });
+});
+
+describe('a transaction across slots under lost Redis replies (one-slot rule on standalone)', () => {
+  const prefix = uniquePrefix('faults-c');
+  const scripts = loadBrokerScripts();
+  let server: RedisServer;
+  let proxy: ReplyLossProxy;
+  let broker: Broker;
+  let api: BrokerClient;
+  let redis: RedisClient;
+  before(async () => {
+    server = await RedisServer.start();
+    proxy = await ReplyLossProxy.start({ port: server.port });
+    redis = createRedis({
+      topology: { kind: 'standalone', url: server.url } as never,
+      connectionName: 'faults-c',
+    });
+    broker = await startTestBroker('redis', {
+      REDIS_URL: proxy.url,
+      BROKER_KEY_PREFIX: prefix,
+      BROKER_REDIS_ONE_SLOT: 'true',
+      BROKER_TRANSACTION_RECOVERY_AFTER: '500',
+    });
+    api = client(broker.url);
+  });
+  after(async () => {
+    await broker.close();
+    redis.disconnect();
+    await proxy.close();
+    await server.destroy();
+  });
+
+  for (const step of ['txn-prepare', 'transaction', 'txn-apply'] as const)
+    test(`the reply of ${step} lost: resent, the transaction commits whole, once`, async () => {
+      const stamp = `${step}.${Date.now()}`;
+      const [source, sinkA, sinkB] = ['source', 'sink-a', 'sink-b'].map(
+        (role) => `faults-c.${role}.${stamp}`,
+      ) as [string, string, string];
+      await api.push([{ queue: source, payload: 'in', transactionId: 's1' }]);
+      const popped = (await api.pop(source)).body.messages[0];
+      const lost = proxy.loseNextReply(scriptCall(scripts.get(step) as { sha: string; source: string }));
+      const answer = await api.call('POST', '/api/v1/transaction', {
+        operations: [
+          {
+            type: 'ack',
+            transactionId: popped.transactionId,
+            partitionId: popped.partitionId,
+            leaseId: popped.leaseId,
+            status: 'completed',
+          },
+          {
+            type: 'push',
+            items: [
+              { queue: sinkA, payload: 'a', transactionId: 's1-a' },
+              { queue: sinkB, payload: 'b', transactionId: 's1-b' },
+            ],
+          },
+        ],
+      });
+      await lost;
+      assert.equal(answer.status, 200, JSON.stringify(answer.body));
+      assert.equal(answer.body.success, true, answer.body.error);
+      for (const sink of [sinkA, sinkB]) {
+        const key = `${prefix}{${encodeURIComponent(sink)}}:`;
+        assert.equal(await redis.xlen(`${key}s:Default`), 1, `${sink}: stored once`);
+        assert.equal(
+          Number((await redis.hget(`${key}stats`, 'txpush')) ?? 0),
+          0,
+          `${sink}: no room left held`,
+        );
+      }
+      const again = await api.ack({
+        transactionId: popped.transactionId,
+        partitionId: popped.partitionId,
+        leaseId: popped.leaseId,
+        status: 'completed',
+      });
+      assert.equal(again.body[0].repeat, true, 'the ack was applied');
+      await waitFor(async () => (await redis.zcard(`${prefix}{txn}:pending`)) === 0, {
+        what: 'no transaction left recorded',
+      });
+    });
 });
