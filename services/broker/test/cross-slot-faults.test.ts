@@ -41,6 +41,34 @@ async function onPrimaries(cluster: RedisCluster, roles: readonly string[]): Pro
   return names;
 }
 
+interface Leased {
+  transactionId: string;
+  partitionId: string;
+  leaseId: string;
+}
+
+/** The transaction under test: ack `popped` (its queue commits), push one message to each sink. */
+function ackAndPush(api: BrokerClient, popped: Leased, sinkA: string, sinkB: string) {
+  return api.call('POST', '/api/v1/transaction', {
+    operations: [
+      {
+        type: 'ack',
+        transactionId: popped.transactionId,
+        partitionId: popped.partitionId,
+        leaseId: popped.leaseId,
+        status: 'completed',
+      },
+      {
+        type: 'push',
+        items: [
+          { queue: sinkA, payload: 'a', transactionId: 's1-a' },
+          { queue: sinkB, payload: 'b', transactionId: 's1-b' },
+        ],
+      },
+    ],
+  });
+}
+
 describe('a commit whose replica barrier timed out (BROKER_MIN_REPLICAS_ACK)', () => {
   let cluster: RedisCluster;
   let broker: Broker;
@@ -75,24 +103,7 @@ describe('a commit whose replica barrier timed out (BROKER_MIN_REPLICAS_ACK)', (
     await cluster.kill(replica, 'SIGSTOP');
     let answer: Awaited<ReturnType<BrokerClient['call']>>;
     try {
-      answer = await api.call('POST', '/api/v1/transaction', {
-        operations: [
-          {
-            type: 'ack',
-            transactionId: popped.transactionId,
-            partitionId: popped.partitionId,
-            leaseId: popped.leaseId,
-            status: 'completed',
-          },
-          {
-            type: 'push',
-            items: [
-              { queue: sinkA, payload: 'a', transactionId: 's1-a' },
-              { queue: sinkB, payload: 'b', transactionId: 's1-b' },
-            ],
-          },
-        ],
-      });
+      answer = await ackAndPush(api, popped, sinkA, sinkB);
     } finally {
       await cluster.kill(replica, 'SIGCONT');
     }
@@ -250,24 +261,7 @@ describe('a transaction across slots under lost Redis replies (one-slot rule on 
       await api.push([{ queue: source, payload: 'in', transactionId: 's1' }]);
       const popped = (await api.pop(source)).body.messages[0];
       const lost = proxy.loseNextReply(scriptCall(scripts.get(step) as { sha: string; source: string }));
-      const answer = await api.call('POST', '/api/v1/transaction', {
-        operations: [
-          {
-            type: 'ack',
-            transactionId: popped.transactionId,
-            partitionId: popped.partitionId,
-            leaseId: popped.leaseId,
-            status: 'completed',
-          },
-          {
-            type: 'push',
-            items: [
-              { queue: sinkA, payload: 'a', transactionId: 's1-a' },
-              { queue: sinkB, payload: 'b', transactionId: 's1-b' },
-            ],
-          },
-        ],
-      });
+      const answer = await ackAndPush(api, popped, sinkA, sinkB);
       await lost;
       assert.equal(answer.status, 200, JSON.stringify(answer.body));
       assert.equal(answer.body.success, true, answer.body.error);
