@@ -17,7 +17,7 @@ import { type Clock, loggableError } from '@herald/redis';
 import type { FastifyBaseLogger } from 'fastify';
 import type { PayloadCipher } from './encryption.js';
 import type { HubPublisher, PublishOutcome } from './hub-publisher.js';
-import { namespaceAndTask, newId } from './identifiers.js';
+import { namespaceAndTask, newId, streamIdTime } from './identifiers.js';
 import { OUTBOX_MARK_GRACE_MS } from './redis/transactions.js';
 import { type HubUpdate, type OutboxIntent, type OutboxStore, QUEUE_MODE } from './storage.js';
 
@@ -278,7 +278,7 @@ export class OutboxRelay {
           if (mark !== undefined) await outbox.forget(queue, mark);
           return;
         }
-        this.oldest.set(queue, Number((intents[0] as OutboxIntent).id.split('-')[0]));
+        this.oldest.set(queue, streamIdTime((intents[0] as OutboxIntent).id));
         const { relayed, refused, failure } = await this.publishAll(intents);
         const left = await outbox.done(queue, this.id, relayed, refused);
         if (failure) {
@@ -367,9 +367,7 @@ export class OutboxRelay {
             );
           } else {
             relayed.push(intent.id);
-            this.delay.observe(
-              Math.max(0, this.options.clock.now() - Number(intent.id.split('-')[0])) / 1000,
-            );
+            this.delay.observe(Math.max(0, this.options.clock.now() - streamIdTime(intent.id)) / 1000);
           }
           this.relayed.inc({
             kind: intent.kind,

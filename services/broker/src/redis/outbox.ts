@@ -11,6 +11,7 @@
  * bridged queue and its mark leaves intents no mark names: the bridged queues (`outbox:bridged`,
  * written before the option itself) are looked at now and then for those.
  */
+import { streamIdTime } from '../identifiers.js';
 import type { OutboxIntent, OutboxStatus, OutboxStore, OutboxTake } from '../storage.js';
 import { decode, type RedisBackend, type Reply } from './context.js';
 import { RedisTransactions } from './transactions.js';
@@ -69,11 +70,6 @@ function intentOf(queue: string, entry: [string, Reply[]]): OutboxIntent | undef
     };
   }
   return undefined;
-}
-
-/** Stream id `<ms>-<seq>` -> ms. */
-function entryTime(id: string): number {
-  return Number(id.slice(0, id.indexOf('-')));
 }
 
 export class RedisOutbox implements OutboxStore {
@@ -173,7 +169,7 @@ export class RedisOutbox implements OutboxStore {
           redis.xlen(`${base}obd`),
         ]);
         const oldest = head[0]?.[0];
-        return { queue, pending, oldestAt: oldest === undefined ? null : entryTime(oldest), refused };
+        return { queue, pending, oldestAt: oldest === undefined ? null : streamIdTime(oldest), refused };
       }),
     );
   }
