@@ -56,9 +56,22 @@ type JobName = (typeof JOBS)[number];
 /**
  * How often each node checks that the job schedulers exist and recreates missing ones: Redis
  * may come back empty (restart without persistence, FLUSHALL, failover to an empty replica),
- * and then no job would ever run again (issue #9, defect 6).
+ * and then no job would ever run again (issue #9, defect 6). The same check restarts a job
+ * whose chain of runs broke (see `revive`).
  */
 export const SCHEDULER_CHECK_MS = 5000;
+/**
+ * How long a worker's hold on a running job lasts unless renewed (BullMQ renews it at half
+ * that while the job runs). A job taken by a node that then lost the reply, its connection or
+ * its life keeps this hold, not BullMQ's 30 s default: the check revives it once it lapsed.
+ */
+export const JOB_LOCK_MS = 10_000;
+/**
+ * BullMQ's pause before it retries a worker step that failed for lack of a connection (its
+ * default is 15 s): after an outage, a job taken just before it runs within this of Redis
+ * being back, not 15 s or 30 s late (a CI run saw 30 s).
+ */
+const RUN_RETRY_MS = 1000;
 /** A job that has not run for this many of its intervals (plus the grace) fails readiness. */
 export const STALE_INTERVALS = 3;
 /** Slack on top of that, for a busy worker and clock differences between nodes. */
@@ -109,8 +122,12 @@ export function startRedisMaintenance(options: {
   keyPrefix: string;
   intervals: MaintenanceIntervals;
   log: FastifyBaseLogger;
+  /** Tests shorten these: SCHEDULER_CHECK_MS and JOB_LOCK_MS. */
+  checkMs?: number;
+  lockMs?: number;
 }): Maintenance {
   const { housekeeping, metrics, intervals, log } = options;
+  const lockMs = options.lockMs ?? JOB_LOCK_MS;
   const selfName = options.nodeName ?? nodeName();
   const prefix = `{${options.keyPrefix}bull}`;
   const heartbeatKey = `${prefix}:herald-maintenance-heartbeat`;
@@ -142,7 +159,15 @@ export function startRedisMaintenance(options: {
         await queueConnection.hset(heartbeatKey, name, String(Date.now()));
       }
     },
-    { connection: connect('herald-broker-bull-worker'), prefix, concurrency: 3, name: selfName },
+    {
+      connection: connect('herald-broker-bull-worker'),
+      prefix,
+      concurrency: 3,
+      name: selfName,
+      lockDuration: lockMs,
+      stalledInterval: lockMs,
+      runRetryDelay: RUN_RETRY_MS,
+    },
   );
   // What an outage leaves behind is not news: the outage itself is logged once (OutageLog).
   const outageEcho = (error: Error) => isConnectionError(error) || BULL_AFTER_OUTAGE.test(error.message);
@@ -183,23 +208,52 @@ export function startRedisMaintenance(options: {
   /** Why the last scheduler check failed; undefined once it succeeded. */
   let establishProblem: string | undefined = 'job schedulers not created yet';
   let establishing: Promise<void> | undefined;
-  /** Creates the schedulers that are missing (upserting an existing one would move its next run). */
+  const schedule = (name: JobName) =>
+    queue.upsertJobScheduler(
+      name,
+      { every: every[name] },
+      { name, opts: { removeOnComplete: true, removeOnFail: 50 } },
+    );
+  /**
+   * Whether a scheduler's chain of runs is broken. BullMQ schedules a job's next run only when a
+   * worker has taken the job, in a second step: a node that lost the reply, its connection or
+   * its life between the two leaves the taken job active and no next run, until BullMQ's
+   * stalled check sends the job back (and, on its second stall, fails it for good: never). The
+   * chain holds while the scheduler's next job waits (delayed, waiting) or runs under a live
+   * hold (JOB_LOCK_MS, renewed while it runs).
+   */
+  const broken = async (next: number | null | undefined, name: JobName): Promise<boolean> => {
+    if (next === null || next === undefined) return true;
+    const id = `repeat:${name}:${next}`;
+    const state = await queue.getJobState(id);
+    if (state === 'delayed' || state === 'waiting' || state === 'prioritized') return false;
+    if (state === 'active') return (await queueConnection.exists(`${queue.toKey(id)}:lock`)) === 0;
+    return true;
+  };
+  /**
+   * Creates the schedulers that are missing and restarts those whose chain broke (upserting a
+   * sound one would move its next run). Any node may do it, several at once: an upsert replaces
+   * the scheduler's pending next job, and every job is an idempotent sweep.
+   */
   const establish = (): Promise<void> => {
     establishing ??= (async () => {
       try {
         const missing: JobName[] = [];
+        const revived: JobName[] = [];
         for (const name of JOBS) {
-          if (!(await queue.getJobScheduler(name))) missing.push(name);
+          const scheduler = await queue.getJobScheduler(name);
+          if (!scheduler) missing.push(name);
+          else if (await broken(scheduler.next, name)) revived.push(name);
         }
-        for (const name of missing) {
-          await queue.upsertJobScheduler(
-            name,
-            { every: every[name] },
-            { name, opts: { removeOnComplete: true, removeOnFail: 50 } },
-          );
-        }
+        for (const name of [...missing, ...revived]) await schedule(name);
         if (missing.length > 0 && establishProblem === undefined) {
           log.warn({ jobs: missing }, 'maintenance: job schedulers were missing (Redis emptied?): recreated');
+        }
+        if (revived.length > 0) {
+          log.info(
+            { jobs: revived },
+            'maintenance: jobs left without a next run (a node lost Redis): rescheduled',
+          );
         }
         establishProblem = undefined;
         if (refusedByAcl && !closed) {
@@ -220,7 +274,7 @@ export function startRedisMaintenance(options: {
   };
   void establish();
   queueConnection.on('ready', () => void establish());
-  const checkTimer = setInterval(() => void establish(), SCHEDULER_CHECK_MS);
+  const checkTimer = setInterval(() => void establish(), options.checkMs ?? SCHEDULER_CHECK_MS);
   checkTimer.unref();
 
   /** Since when this node has seen no stamp of a job (a fresh Redis, or a fresh deployment). */
