@@ -2,8 +2,9 @@
   Commits one streams cycle (docs/broker-streams.md, "Streams"): state upserts/deletes of one
   (query, partition) shard, pushes to sink queues and the ack of the source batch, all or
   nothing: every check runs first, nothing is written unless all pass. Where slots are
-  enforced (Redis Cluster) every key below shares one hash tag: the node refuses a cycle whose
-  queues are in another slot than the query's state before running this (streams/redis.ts).
+  enforced (Redis Cluster) every key below shares one hash tag: pushes to sink queues in other
+  slots are the shares of a transaction across slots, prepared before this runs and applied
+  after it committed (redis/transactions.ts, docs/broker-outbox.md).
   KEYS[1]   queryBase: <prefix>streams:{<id>}: or, where slots are enforced,
             <home queue base>~streams:<id>:. Generation g > 0 of the state lives under
             KEYS[1] .. 'g<g>:', generation 0 under KEYS[1]; KEYS[1] .. 'gen' is the lowest live
@@ -25,17 +26,28 @@
             then '1' + ack { key index of the source queue's base, partition (URI-encoded),
             group (URI-encoded), transactionId, leaseId ('' = none), status
             (completed|success|failed|dlq), count, error, release ('1'|'0') },
-            or '0' when the cycle acks nothing
+            or '0' when the cycle acks nothing,
+            then '1' + across slots { transactionId, shares (JSON list of the other slots'
+            shares, each the list of its queues), memory (seconds the decision is kept), key index
+            of the home queue's base } when the cycle pushes to queues in other slots (prepared
+            before as shares of a transaction across slots, redis/transactions.ts), or '0'
   Returns JSON text: {"stale":true} (the query was reset since the node read its generation:
   nothing applied, the node reads the registry again), {"ok":false,"error":...} (nothing
   applied), {"clear":<queue>} (a sink queue has encryptionEnabled and a push to it is not
   sealed: the node read the option before it was turned on; nothing applied, the node seals
   and sends the cycle again), or {"ok":true,"applied":n,"pushes":[...],"ack":{...}|false,
-  "intents":n} (outbox intents the pushes to bridged sink queues recorded, includes/outbox.lua).
+  "intents":n,"txid":...,"shares":[...]} (intents: outbox intents recorded, includes/outbox.lua;
+  txid and shares: the transaction across slots this cycle committed, absent without one).
+  Across slots, the commit also writes the decision <home base>txd:<transactionId> and the apply
+  intent of the shares in the home queue's outbox (as transaction-1.lua; recovery,
+  txn-decide-1.lua, reads the decision); a decision of 'aborted' (recovery timed the
+  transaction out first) refuses the cycle.
   Resend-safe: per request id (shared/redis/README.md). A committed cycle's answer is stored under
   its cycle id (a hash of the request body) for ARGV[5] seconds; a second run, a resent script or
-  a client retrying the same body, finds it and answers it without applying anything again. A
-  refusal ("ok":false, "clear", "stale") writes nothing, so a resend refuses again.
+  a client retrying the same body, finds it and answers it without applying anything again (its
+  txid tells the node which transaction's shares hold the cycle's other pushes: its own, prepared
+  again, are released). A refusal ("ok":false, "clear", "stale") writes nothing, so a resend
+  refuses again.
 ]]
 --@include advance
 --@include ckey
@@ -47,6 +59,7 @@
 --@include id-cmp
 --@include position
 --@include push-items
+--@include queue-depth
 --@include read-push-item
 --@include release-lease
 --@include reschedule
@@ -84,9 +97,20 @@ if ARGV[i] == '1' then
   ack = { base = KEYS[tonumber(ARGV[i + 1])], p = ARGV[i + 2], g = ARGV[i + 3], txn = ARGV[i + 4],
     lease = ARGV[i + 5], status = ARGV[i + 6], count = tonumber(ARGV[i + 7]), err = ARGV[i + 8],
     release = ARGV[i + 9] == '1' }
+  i = i + 10
+else
+  i = i + 1
 end
+-- Across slots: the home queue's base holds the decision and the apply intent.
+-- (A name bound to keys only: the key check, test/lua-keys.ts, follows names.)
+local across = ARGV[i] == '1'
+local home = KEYS[1]
+if across then home = KEYS[tonumber(ARGV[i + 4])] end
+local txid, shares, decision_memory = ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]
 local now = now_ms()
 local function fail(message) return cjson.encode({ ok = false, error = message }) end
+local decided = across and redis.call('GET', home .. 'txd:' .. txid)
+if decided == 'aborted' then return fail('Transaction timed out before it committed (nothing applied)') end
 
 -- Check phase ------------------------------------------------------------------------------
 local ack_id
@@ -153,11 +177,14 @@ for _, push in ipairs(pushes) do
     fresh[push.key] = (fresh[push.key] or 0) + 1
   end
 end
+-- The rule of push_items (includes/push-items.lua): the slowest group's backlog, plus the room
+-- prepared transactions across slots hold.
 for k = 3, #KEYS do
   local cfg = config_of(KEYS[k])
   if fresh[k] and cfg.maxSize > 0 then
-    local size = tonumber(redis.call('HGET', KEYS[k] .. 'stats', 'size') or '0')
-    if size + fresh[k] > cfg.maxSize then return fail('Queue is full (maxSize ' .. cfg.maxSize .. ')') end
+    local depth = queue_depth(KEYS[k], redis.call('HKEYS', KEYS[k] .. 'groups'))
+      + tonumber(redis.call('HGET', KEYS[k] .. 'stats', 'txpush') or '0')
+    if depth + fresh[k] > cfg.maxSize then return fail('Queue is full (maxSize ' .. cfg.maxSize .. ')') end
   end
 end
 
@@ -237,6 +264,11 @@ if ack then
   ack_result = { count = count, released = released, dlq = dlq }
 end
 
-local answer = cjson.encode({ ok = true, applied = #ops, pushes = pushed, ack = ack_result, intents = outbox_written })
+if across and not decided then
+  redis.call('SET', home .. 'txd:' .. txid, 'committed', 'EX', decision_memory)
+  outbox_add(home, 'k', 'apply', 'x', txid, 'q', shares)
+end
+local answer = cjson.encode({ ok = true, applied = #ops, pushes = pushed, ack = ack_result, intents = outbox_written,
+  txid = across and txid or nil, shares = across and cjson.decode(shares) or nil })
 redis.call('SET', memo_key, answer, 'EX', memory)
 return answer

@@ -15,7 +15,7 @@
   ARGV[3]   memory: seconds the decision is kept (a resent commit and recovery read it; '' when
             ARGV[1] is '')
   ARGV[4..] operations: as includes/transaction-read.lua reads them
-  Returns { 'OK', result..., intents } with result { 'push', queued(1/0), messageId },
+  Returns { 'OK', result..., intents } with result { 'push', queued(1/0), messageId, transactionId },
   { 'ack', 1, dlq(1/0), repeat(1/0) } or { 'publish' }, and intents the number of outbox
   intents recorded (includes/outbox.lua); { 'FAIL', index (0-based), error }, or
   { 'CLEAR', index } when a push to a queue with encryptionEnabled carries an unsealed payload

@@ -5,7 +5,9 @@
  * without any slot grouping setting, and on standalone Redis with Cluster's one-slot rule
  * (BROKER_REDIS_ONE_SLOT). The crash windows are driven by running the steps' scripts by hand:
  * a share prepared and never committed is aborted by recovery (and a late commit refused); a
- * commit whose node died before applying the other shares is applied by recovery.
+ * commit whose node died before applying the other shares is applied by recovery. A streams
+ * cycle pushing to sinks in other slots commits the same way (state, source ack and home-slot
+ * pushes in the state's slot; the other sinks as shares).
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
@@ -297,5 +299,186 @@ for (const place of PLACES)
       assert.equal(await redis.hget(`${base(target)}txp:${txid}`, 'state'), 'applied');
       assert.equal((await api.ack({ ...pick(popped), status: 'completed' })).body[0].repeat, true);
       assert.equal(await redis.zscore(`${prefix}{txn}:pending`, txid), null, 'the record is forgotten');
+    });
+
+    /** A streams query over a fresh source queue holding one message, leased to the query's group. */
+    async function streamsQuery() {
+      const source = queueName('xs-st-src');
+      const registered = await api.call('POST', '/streams/v1/queries', {
+        name: queueName('xs-st-q'),
+        source_queue: source,
+        sink_queue: queueName('xs-st-sink'),
+        config_hash: 'h1',
+      });
+      assert.equal(registered.status, 200, JSON.stringify(registered.body));
+      const group = `streams.${registered.body.name}`;
+      await api.push([{ queue: source, payload: 'in', transactionId: 's1' }]);
+      const leased = (await api.pop(source, `consumerGroup=${encodeURIComponent(group)}`)).body.messages[0];
+      assert.ok(leased, 'a message leased to the query group');
+      const queryId = registered.body.query_id as string;
+      const cycle = (body: Record<string, unknown>) =>
+        api.call('POST', '/streams/v1/cycle', {
+          query_id: queryId,
+          partition_id: leased.partitionId,
+          consumer_group: group,
+          ...body,
+        });
+      const state = async () =>
+        (
+          await api.call('POST', '/streams/v1/state/get', {
+            query_id: queryId,
+            partition_id: leased.partitionId,
+          })
+        ).body.rows.map((row: { key: string }) => row.key);
+      const ack = (leaseId: string = leased.leaseId) => ({
+        transactionId: leased.transactionId,
+        leaseId,
+        status: 'completed',
+        count: 1,
+      });
+      /** Whether the group's message is still to be resolved (its ack not applied). */
+      const unacked = async () => {
+        const { transactionId, partitionId } = leased;
+        const reply = await api.ack({ transactionId, partitionId, consumerGroup: group, status: 'completed' });
+        assert.equal(reply.body[0].success, true, JSON.stringify(reply.body));
+        return reply.body[0].repeat === false;
+      };
+      return { source, group, queryId, leased, cycle, state, ack, unacked };
+    }
+
+    const pending = () => redis.zcard(`${prefix}{txn}:pending`);
+
+    test('a streams cycle commits its state, its source ack and pushes to sinks in two other slots together', async () => {
+      const query = await streamsQuery();
+      const [b, c] = [queueName('xs-st-b'), queueName('xs-st-c')];
+      const reply = await query.cycle({
+        state_ops: [{ type: 'upsert', key: 'k', value: 1 }],
+        push_items: [
+          { queue: b, payload: 'to-b', transactionId: 'ob' },
+          { queue: query.source, payload: 'home', transactionId: 'oh' },
+          { queue: c, payload: 'to-c', transactionId: 'oc' },
+        ],
+        ack: query.ack(),
+      });
+      assert.equal(reply.body.success, true, JSON.stringify(reply.body));
+      assert.deepEqual(
+        reply.body.push_results.map((result: { status: string; transaction_id: string }) => [
+          result.status,
+          result.transaction_id,
+        ]),
+        [
+          ['queued', 'ob'],
+          ['queued', 'oh'],
+          ['queued', 'oc'],
+        ],
+      );
+      assert.equal(reply.body.ack_result.lease_released, true);
+      // Applied before the answer: the next request sees every part.
+      assert.equal((await popOne(api, b)).data, 'to-b');
+      assert.equal((await popOne(api, c)).data, 'to-c');
+      assert.deepEqual(await query.state(), ['k']);
+      assert.equal(await query.unacked(), false, 'the source ack was applied');
+      assert.deepEqual([await held(b), await held(c), await pending()], [0, 0, 0]);
+    });
+
+    test('a full sink in another slot refuses the cycle: no state, no ack, no push anywhere', async () => {
+      const query = await streamsQuery();
+      const [full, other] = [queueName('xs-st-full'), queueName('xs-st-other')];
+      await api.configure(full, { maxSize: 1 });
+      await api.push([{ queue: full, payload: 'first', transactionId: 'f1' }]);
+      const refused = await query.cycle({
+        state_ops: [{ type: 'upsert', key: 'k', value: 1 }],
+        push_items: [
+          { queue: other, payload: 'out', transactionId: 'o1' },
+          { queue: full, payload: 'out', transactionId: 'o2' },
+        ],
+        ack: query.ack(),
+      });
+      assert.equal(refused.body.success, false);
+      assert.match(refused.body.error, /Queue is full \(maxSize 1\)/);
+      assert.deepEqual(await query.state(), []);
+      assert.equal((await api.pop(other)).status, 204);
+      assert.deepEqual([await held(full), await held(other), await pending()], [0, 0, 0]);
+      // The lease still holds: the cycle without the full sink goes through.
+      const ok = await query.cycle({
+        state_ops: [{ type: 'upsert', key: 'k', value: 1 }],
+        push_items: [{ queue: other, payload: 'out', transactionId: 'o1' }],
+        ack: query.ack(),
+      });
+      assert.equal(ok.body.success, true, JSON.stringify(ok.body));
+      assert.equal((await popOne(api, other)).data, 'out');
+    });
+
+    test("a refusal in the state's slot (an invalid lease) releases the sinks' shares", async () => {
+      const query = await streamsQuery();
+      const sink = queueName('xs-st-sink');
+      const refused = await query.cycle({
+        state_ops: [{ type: 'upsert', key: 'k', value: 1 }],
+        push_items: [{ queue: sink, payload: 'out', transactionId: 'o1' }],
+        ack: query.ack('not-the-lease'),
+      });
+      assert.equal(refused.body.success, false);
+      assert.match(refused.body.error, /Invalid or expired lease/);
+      assert.equal((await api.pop(sink)).status, 204);
+      assert.deepEqual([await held(sink), await pending()], [0, 0]);
+      assert.deepEqual(await query.state(), []);
+      assert.equal(await query.unacked(), true);
+    });
+
+    test('a retried cycle across slots (same body) applies once and answers the first result', async () => {
+      const query = await streamsQuery();
+      const sink = queueName('xs-st-sink');
+      const body = {
+        state_ops: [{ type: 'upsert', key: 'k', value: 1 }],
+        push_items: [{ queue: sink, payload: 'out' }],
+        ack: query.ack(),
+      };
+      const first = await query.cycle(body);
+      assert.equal(first.body.success, true, JSON.stringify(first.body));
+      const second = await query.cycle(body);
+      assert.deepEqual(second.body, first.body);
+      assert.equal((await api.pop(sink, 'batch=10')).body.messages.length, 1, 'one sink message');
+      assert.deepEqual([await held(sink), await pending()], [0, 0]);
+    });
+
+    test('recovery applies the sink shares of a cycle whose node died after it committed', async () => {
+      const query = await streamsQuery();
+      const sink = queueName('xs-st-sink');
+      const txid = `cycle-${queueName('t')}`;
+      await record(txid, query.source, sink, Date.now() + 600_000);
+      await runScript(
+        redis,
+        script('txn-prepare'),
+        [base(sink)],
+        [txid, Date.now() + 60_000, ...pushOperation(sink, 'survivor', 'o1', `m-${txid}`)],
+      );
+      // The cycle a node runs (lua/streams-cycle-2.lua) in the state's slot: its home queue (the
+      // source) holds the decision and the apply intent.
+      const queryBase = `${base(query.source)}~streams:${query.queryId}:`;
+      const answer = JSON.parse(
+        await runScript<string>(
+          redis,
+          // The file name's 2 is the least number of keys: this call declares one queue more.
+          { ...script('streams-cycle'), numberOfKeys: 3 },
+          [queryBase, `${queryBase}stats`, base(query.source)],
+          [
+            ...[`cycle-${txid}`, query.queryId, 0, query.leased.partitionId, 60, 1000, 1_000_000],
+            ...[1, 'u', 'k', '1'], // one state op
+            0, // no push in this slot
+            '0', // no ack
+            ...['1', txid, JSON.stringify([[sink]]), 120, 3], // the share; the home queue is KEYS[3]
+          ],
+        ),
+      );
+      assert.equal(answer.ok, true, JSON.stringify(answer));
+      assert.deepEqual(await query.state(), ['k']);
+      assert.equal((await api.pop(sink)).status, 204, 'committed, not yet applied');
+      // The node died: its deadline passes.
+      await redis.zadd(`${prefix}{txn}:pending`, Date.now(), txid);
+      await waitFor(async () => (await api.pop(sink, 'batch=1')).status === 200, {
+        what: 'recovery to apply the share',
+      });
+      assert.equal(await redis.hget(`${base(sink)}txp:${txid}`, 'state'), 'applied');
+      assert.deepEqual([await held(sink), await pending()], [0, 0]);
     });
   });

@@ -114,6 +114,41 @@ for (const backend of BACKENDS) {
       }
     });
 
+    test("a sink's maxSize counts the slowest group's backlog, as a push's does: consumed messages leave room", async () => {
+      const { sink, group, queryId, messages } = await setup(1);
+      await suite.api.configure(sink, { maxSize: 2 });
+      assert.equal((await suite.api.push([1, 2].map((n) => ({ queue: sink, payload: n })))).status, 201);
+      const popped = await suite.api.pop(sink, 'batch=2&consumerGroup=readers');
+      assert.equal(popped.body.messages.length, 2);
+      const acks = popped.body.messages.map((message: any) => ({
+        transactionId: message.transactionId,
+        partitionId: message.partitionId,
+        leaseId: message.leaseId,
+        consumerGroup: 'readers',
+        status: 'completed',
+      }));
+      assert.equal((await suite.api.ackBatch({ acknowledgments: acks })).status, 200);
+      // Both consumed by the only group: room for two again (retained messages never count).
+      const reply = await cycle({
+        query_id: queryId,
+        partition_id: messages[0].partitionId,
+        consumer_group: group,
+        state_ops: [],
+        push_items: [{ queue: sink, payload: 3 }],
+      });
+      assert.equal(reply.body.success, true, JSON.stringify(reply.body));
+      assert.equal(reply.body.push_results[0].status, 'queued');
+      const full = await cycle({
+        query_id: queryId,
+        partition_id: messages[0].partitionId,
+        consumer_group: group,
+        state_ops: [],
+        push_items: [4, 5].map((n) => ({ queue: sink, payload: n })),
+      });
+      assert.equal(full.body.success, false);
+      assert.match(full.body.error, /Queue is full \(maxSize 2\)/);
+    });
+
     test('a cycle applies state ops, sink pushes and the source ack together', async () => {
       const { source, sink, group, queryId, messages } = await setup(3);
       const partitionId = messages[0].partitionId;

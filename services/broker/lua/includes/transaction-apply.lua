@@ -8,8 +8,8 @@
   Applies checked operations in their order, pushes and acks interleaved. prepared: the share
   of a transaction across slots checked earlier by txn-prepare-1.lua: its pushes use the room
   the prepare held (no maxSize check now) and its acks are applied whatever became of their lease
-  since (the prepare kept it from expiring; one ended otherwise is not checked). Returns per operation { 'push', queued, messageId },
-  { 'ack', ok, dlq, repeat } or { 'publish' }.
+  since (the prepare kept it from expiring; one ended otherwise is not checked). Returns per
+  operation { 'push', queued, messageId, transactionId }, { 'ack', ok, dlq, repeat } or { 'publish' }.
 ]]
 local function apply_transaction_ops(ops, now, prepared)
   local out = {}
@@ -18,7 +18,7 @@ local function apply_transaction_ops(ops, now, prepared)
       local cfg = config_of(op.base)
       if prepared then cfg = setmetatable({ maxSize = 0 }, { __index = cfg }) end
       local results = push_items(op.base, { op.item }, cfg, now, op.namespace, op.task)
-      out[index] = { 'push', results[1][1], results[1][2] }
+      out[index] = { 'push', results[1][1], results[1][2], op.item.transactionId }
     elseif op.kind == 'publish' then
       outbox_add(KEYS[1], 'k', 'publish', 'i', op.id, 't', op.topics, 'v', op.private, 'y', op.type, 'd', op.data)
       out[index] = { 'publish' }

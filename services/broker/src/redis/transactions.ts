@@ -80,7 +80,7 @@ export function ackArguments(ack: AckInput, partition: string): string[] {
 }
 
 /** One operation, its queue resolved: what a share's script gets for it. */
-interface PlannedOperation {
+export interface PlannedOperation {
   readonly index: number;
   /** undefined: a hub update, or an ack of a partition no queue has (key index 0). */
   readonly queue: string | undefined;
@@ -90,7 +90,7 @@ interface PlannedOperation {
 }
 
 /** The operations of one slot: the keys and arguments of its script, and where each came from. */
-class Share {
+export class Share {
   readonly bases: string[] = [];
   readonly queues: string[] = [];
   readonly args: string[] = [];
@@ -134,7 +134,7 @@ export class RedisTransactions {
    * deadline no resend and no recovery reads them any more. Bounded so that memory stays in
    * proportion to the rate (1,000 transactions per second keep ~2 minutes of them at 30 s).
    */
-  private get memorySeconds(): number {
+  get memorySeconds(): number {
     return Math.ceil((2 * this.backend.transactionDeadlineMs + 60_000) / 1000);
   }
 
@@ -294,23 +294,8 @@ export class RedisTransactions {
     | { success: true; rows: Map<number, Reply[]>; windowMs?: number }
     | Extract<TransactionOutcome, { success: false }>
   > {
-    const { backend } = this;
-    const txid = newId();
-    const deadline = backend.clock.now() + backend.transactionDeadlineMs;
-    const record: TransactionRecord = {
-      coordinator: coordinator.queues,
-      shares: shares.map((share) => share.queues),
-    };
-    await backend.redis
-      .multi()
-      .hset(this.recordsKey, txid, JSON.stringify(record))
-      .zadd(this.pendingKey, deadline, txid)
-      .exec();
-    const prepared = await Promise.allSettled(
-      shares.map((share) =>
-        backend.run<Reply[]>('txn-prepare', share.bases, [txid, deadline + LEASE_PIN_MS, ...share.args]),
-      ),
-    );
+    const { txid, deadline } = await this.begin(coordinator.queues, shares);
+    const prepared = await this.prepare(txid, deadline, shares);
     // The earliest refused operation answers, as within one slot.
     let refusal: Extract<TransactionOutcome, { success: false }> | undefined;
     let failure: unknown;
@@ -328,10 +313,7 @@ export class RedisTransactions {
       }
     });
     if (refusal || failure !== undefined) {
-      // Nothing committed: every share is released (a share whose prepare failed in transit may
-      // have run). The record goes only once every release is known to have run; else recovery
-      // decides the transaction (aborted: its commit never ran) and releases them again.
-      if (await this.abort(txid, shares)) await this.forget(txid);
+      await this.release(txid, shares);
       if (refusal) return refusal;
       throw failure;
     }
@@ -342,29 +324,87 @@ export class RedisTransactions {
       // A payload in clear for a queue encrypted meanwhile is refused by the check, before any
       // write. Anything else may have committed (a reply lost; a replica barrier timed out after
       // the script ran): recovery decides from the coordinator's slot (the record stays).
-      if (error instanceof BrokerError && error.code === ENCRYPTION_CHANGED) {
-        if (await this.abort(txid, shares)) await this.forget(txid);
-      }
+      if (error instanceof BrokerError && error.code === ENCRYPTION_CHANGED) await this.release(txid, shares);
       throw error;
     }
     if (!committed.success) {
-      if (await this.abort(txid, shares)) await this.forget(txid);
+      await this.release(txid, shares);
       return committed;
     }
     const committedAt = performance.now();
-    // Applied now, so the next request sees every share; a share whose slot is away now is
-    // applied by the relay of the apply intent the commit recorded.
-    const applied = await Promise.allSettled(shares.map((share) => this.applyShare(txid, share.queues)));
-    applied.forEach((settled, position) => {
-      if (settled.status !== 'fulfilled' || !settled.value) return;
+    const applied = await this.finish(txid, shares);
+    applied.forEach((rows, position) => {
       const share = shares[position] as Share;
-      settled.value.forEach((row, index) => {
+      rows?.forEach((row, index) => {
         committed.rows.set(share.indexes[index] as number, row);
       });
     });
     const windowMs = performance.now() - committedAt;
-    await this.forget(txid).catch(() => undefined);
     return { ...committed, windowMs };
+  }
+
+  /**
+   * Step 1 of a commit across slots (whatever the coordinator's script: transaction-1.lua, a
+   * streams cycle): records the transaction until it is decided. The coordinator's script must
+   * then write the decision `<coordinator base>txd:<txid>` and the apply intent of `shares`
+   * atomically with its own changes, as transaction-1.lua does.
+   */
+  async begin(
+    coordinatorQueues: readonly string[],
+    shares: readonly Share[],
+  ): Promise<{ txid: string; deadline: number }> {
+    const { backend } = this;
+    const txid = newId();
+    const deadline = backend.clock.now() + backend.transactionDeadlineMs;
+    const record: TransactionRecord = {
+      coordinator: [...coordinatorQueues],
+      shares: shares.map((share) => share.queues),
+    };
+    await backend.redis
+      .multi()
+      .hset(this.recordsKey, txid, JSON.stringify(record))
+      .zadd(this.pendingKey, deadline, txid)
+      .exec();
+    return { txid, deadline };
+  }
+
+  /** Step 2: each share checks and holds what it relies on (txn-prepare-1.lua), side by side. */
+  prepare(
+    txid: string,
+    deadline: number,
+    shares: readonly Share[],
+  ): Promise<PromiseSettledResult<Reply[]>[]> {
+    const { backend } = this;
+    return Promise.allSettled(
+      shares.map((share) =>
+        backend.run<Reply[]>('txn-prepare', share.bases, [txid, deadline + LEASE_PIN_MS, ...share.args]),
+      ),
+    );
+  }
+
+  /**
+   * Nothing committed: every share is released (a share whose prepare failed in transit may
+   * have run). The record goes only once every release is known to have run; else recovery
+   * decides the transaction (aborted: its commit never ran) and releases them again.
+   */
+  async release(txid: string, shares: readonly Share[]): Promise<void> {
+    if (await this.abort(txid, shares)) await this.forget(txid);
+  }
+
+  /**
+   * Step 4 and 5, once the coordinator committed: the shares applied now, so the next request
+   * sees every share (one whose slot is away now is applied by the relay of the apply intent),
+   * and the record forgotten. Resolves to each share's results (undefined: not applied now).
+   */
+  async finish(
+    txid: string,
+    shares: readonly (Share | readonly string[])[],
+  ): Promise<(Reply[][] | undefined)[]> {
+    const applied = await Promise.allSettled(
+      shares.map((share) => this.applyShare(txid, share instanceof Share ? share.queues : share)),
+    );
+    await this.forget(txid).catch(() => undefined);
+    return applied.map((settled) => (settled.status === 'fulfilled' ? settled.value : undefined));
   }
 
   /** Applies one prepared share (txn-apply-1.lua); its results, or undefined when there was none. */
@@ -382,7 +422,7 @@ export class RedisTransactions {
   }
 
   /** Releases the shares; resolves to whether every release is known to have run. */
-  private async abort(txid: string, shares: readonly (Share | string[])[]): Promise<boolean> {
+  private async abort(txid: string, shares: readonly (Share | readonly string[])[]): Promise<boolean> {
     const { backend } = this;
     const settled = await Promise.allSettled(
       shares.map((share) => {

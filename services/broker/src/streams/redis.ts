@@ -1,8 +1,8 @@
 import { encryptionChanged } from '../errors.js';
 import { namespaceAndTask, partitionIdOf } from '../identifiers.js';
 import { forEachBounded, QUEUES_IN_FLIGHT } from '../redis/bounded.js';
-import { type RedisBackend, slotTag } from '../redis/context.js';
-import { pushItemArguments } from '../redis/transactions.js';
+import { type RedisBackend, type Reply, slotTag } from '../redis/context.js';
+import { OUTBOX_MARK_GRACE_MS, pushItemArguments, RedisTransactions, Share } from '../redis/transactions.js';
 import type { PushResult } from '../storage.js';
 import { STREAMS_LIMITS } from './limits.js';
 import type {
@@ -55,6 +55,32 @@ interface LuaCycleAnswer {
   ack?: { count: number; released: number; dlq: number } | false;
   /** Outbox intents recorded by pushes to bridged sink queues (lua/includes/outbox.lua). */
   intents?: number;
+  /** The transaction across slots the cycle committed, and its shares' queues. */
+  txid?: string;
+  shares?: string[][];
+}
+
+/**
+ * Why the shares of a cycle across slots cannot commit: the first refusal (its error), a failure
+ * to throw (a share's prepare failed in transit; a push in clear to a queue encrypted meanwhile),
+ * or undefined when every share was prepared.
+ */
+function prepareRefusal(
+  prepared: PromiseSettledResult<Reply[]>[],
+  shares: readonly Share[],
+  input: CycleInput,
+): { error: string } | { thrown: unknown } | undefined {
+  for (const settled of prepared) if (settled.status === 'rejected') return { thrown: settled.reason };
+  for (const [position, settled] of prepared.entries()) {
+    const reply = (settled as PromiseFulfilledResult<Reply[]>).value;
+    const share = shares[position] as Share;
+    if (reply[0] === 'CLEAR') {
+      const index = share.indexes[Number(reply[1])] as number;
+      return { thrown: encryptionChanged(input.pushItems[index]?.queue ?? '') };
+    }
+    if (reply[0] === 'FAIL') return { error: String(reply[2]) };
+  }
+  return undefined;
 }
 
 interface LuaPush {
@@ -75,12 +101,15 @@ interface LuaPush {
 export class RedisStreams implements StreamsStorage {
   /** Queries are never deleted: a location stays valid until a reset starts a new generation. */
   private readonly locations = new Map<string, QueryLocation>();
+  private readonly transactions: RedisTransactions;
 
   constructor(
     private readonly backend: RedisBackend,
     /** `<prefix>streams:`, or `<prefix>{streams}:` where slots are enforced (one slot for the registry). */
     private readonly registryBase: string,
-  ) {}
+  ) {
+    this.transactions = new RedisTransactions(backend);
+  }
 
   private locate(record: QueryRecord): QueryLocation {
     const gen = record.gen ?? 0;
@@ -126,9 +155,6 @@ export class RedisStreams implements StreamsStorage {
   async register(registration: QueryRegistration): Promise<RegisterOutcome> {
     const { sourceQueue, sinkQueue } = registration;
     const sourceTag = this.backend.oneSlot ? slotTag(this.backend.base(sourceQueue)) : '';
-    if (this.backend.oneSlot && sinkQueue && slotTag(this.backend.base(sinkQueue)) !== sourceTag) {
-      return { success: false, conflict: 'slot', queryId: null, error: outsideSlot(sinkQueue, sourceQueue) };
-    }
     const reply = await this.backend.run(
       'streams-register',
       [this.registryBase],
@@ -196,18 +222,24 @@ export class RedisStreams implements StreamsStorage {
     };
   }
 
-  /** One run of the cycle script at `location`; 'stale': a reset started a newer generation. */
+  /**
+   * One run of the cycle script at `location`; 'stale': a reset started a newer generation.
+   * Pushes to queues outside the state's slot (Redis Cluster) are the shares of a transaction
+   * across slots (redis/transactions.ts): prepared before the script, which commits them with the
+   * cycle, and applied after; a refusal anywhere releases them and applies nothing.
+   */
   private async commit(
     input: CycleInput,
     location: QueryLocation,
     source: [string, string] | undefined,
   ): Promise<CycleOutcome | 'stale'> {
+    const { backend } = this;
     const keys = [location.queryBase, location.statsKey];
     const slot = slotTag(location.queryBase);
     /** KEYS index of a queue's base (declared once each); undefined: outside the state's slot. */
     const keyOf = (queue: string): number | undefined => {
-      const base = this.backend.base(queue);
-      if (this.backend.oneSlot && slotTag(base) !== slot) return undefined;
+      const base = backend.base(queue);
+      if (backend.oneSlot && slotTag(base) !== slot) return undefined;
       const index = keys.indexOf(base);
       return index >= 0 ? index + 1 : keys.push(base);
     };
@@ -224,19 +256,33 @@ export class RedisStreams implements StreamsStorage {
     for (const op of input.stateOps) {
       args.push(op.type === 'upsert' ? 'u' : 'd', op.key, op.type === 'upsert' ? op.value : '');
     }
-    args.push(input.pushItems.length);
-    for (const item of input.pushItems) {
-      const key = keyOf(item.queue);
-      if (key === undefined) return { success: false, error: outsideSlot(item.queue, location.home) };
+    /** The pushes in the state's slot (their index in input.pushItems), then the other slots'. */
+    const local: number[] = [];
+    const localArgs: (string | number)[] = [];
+    const shares = new Map<string, Share>();
+    for (const [index, item] of input.pushItems.entries()) {
       const { namespace, task } = namespaceAndTask(item.queue);
-      args.push(
-        key,
-        namespace,
-        task,
-        item.queue,
-        ...pushItemArguments(item, partitionIdOf(item.queue, item.partition)),
-      );
+      const partitionId = partitionIdOf(item.queue, item.partition);
+      const key = keyOf(item.queue);
+      if (key !== undefined) {
+        local.push(index);
+        localArgs.push(key, namespace, task, item.queue, ...pushItemArguments(item, partitionId));
+        continue;
+      }
+      const tag = slotTag(backend.base(item.queue));
+      let share = shares.get(tag);
+      if (!share) {
+        share = new Share(backend);
+        shares.set(tag, share);
+      }
+      share.add({
+        index,
+        queue: item.queue,
+        kind: 'push',
+        rest: [namespace, task, ...pushItemArguments(item, partitionId)],
+      });
     }
+    args.push(local.length, ...localArgs);
     if (input.ack && source) {
       const key = keyOf(source[0]);
       if (key === undefined) return { success: false, error: outsideSlot(source[0], location.home) };
@@ -256,34 +302,110 @@ export class RedisStreams implements StreamsStorage {
     } else {
       args.push('0');
     }
-    const answer = JSON.parse(String(await this.backend.run('streams-cycle', keys, args))) as LuaCycleAnswer;
+    const foreign = [...shares.values()];
+    if (foreign.length === 0) {
+      args.push('0');
+      return this.answer(input, source, local, await this.run(keys, args), []);
+    }
+
+    // Across slots: recorded, the shares prepared, then the cycle commits them (the decision and
+    // the apply intent in the home queue's slot: its outbox is marked for the relays first).
+    const home = keyOf(location.home) as number;
+    const { txid, deadline } = await this.transactions.begin([location.home], foreign);
+    await backend.outbox.mark(location.home, backend.clock.now() + OUTBOX_MARK_GRACE_MS);
+    const refusal = prepareRefusal(await this.transactions.prepare(txid, deadline, foreign), foreign, input);
+    if (refusal) {
+      await this.transactions.release(txid, foreign);
+      if ('thrown' in refusal) throw refusal.thrown;
+      return { success: false, error: refusal.error };
+    }
+    args.push(
+      '1',
+      txid,
+      JSON.stringify(foreign.map((share) => share.queues)),
+      this.transactions.memorySeconds,
+      home,
+    );
+    // Thrown (a reply lost, a replica barrier timed out): it may have committed; recovery
+    // decides from the home queue's slot (the record stays).
+    const answer = await this.run(keys, args);
+    if (!answer.ok || answer.txid !== txid) await this.transactions.release(txid, foreign);
+    if (!answer.ok) return this.answer(input, source, local, answer, []);
+    // Committed by this run, or earlier by the same request (its answer kept under the cycle
+    // id): the shares of the transaction that committed hold the other pushes.
+    const committed = answer.txid as string;
+    const held = committed === txid ? foreign : (answer.shares ?? []);
+    const applied = await this.transactions.finish(committed, held);
+    const rows = foreign.map((share, position) => ({ indexes: share.indexes, rows: applied[position] }));
+    return this.answer(input, source, local, answer, rows);
+  }
+
+  private async run(keys: string[], args: (string | number)[]): Promise<LuaCycleAnswer> {
+    return JSON.parse(String(await this.backend.run('streams-cycle', keys, args))) as LuaCycleAnswer;
+  }
+
+  /**
+   * The cycle's outcome from the script's answer: `local` maps its pushes back to the request's,
+   * `shares` gives the other slots' pushes (their results, undefined when not applied now: the
+   * relay applies them, under the messageIds the node chose).
+   */
+  private answer(
+    input: CycleInput,
+    source: [string, string] | undefined,
+    local: readonly number[],
+    answer: LuaCycleAnswer,
+    shares: readonly { indexes: readonly number[]; rows: Reply[][] | undefined }[],
+  ): CycleOutcome | 'stale' {
     if (answer.stale) return 'stale';
     // PayloadEncryption.store reads the option again, seals and sends the cycle once more.
     if (answer.clear !== undefined) throw encryptionChanged(answer.clear);
     if (!answer.ok) return { success: false, error: answer.error ?? 'cycle refused' };
     const sourceQueue = source?.[0] ?? null;
-    const sinkQueues = new Map<string, number>();
-    const pushes = Array.isArray(answer.pushes) ? answer.pushes : [];
-    const pushResults: PushResult[] = pushes.map((push, index) => {
-      if (push.queued === 1) sinkQueues.set(push.queue, 1);
+    const sinkQueues = new Set<string>();
+    const pushResults: PushResult[] = new Array(input.pushItems.length);
+    const result = (
+      index: number,
+      queued: boolean,
+      messageId: string,
+      transactionId?: string,
+    ): PushResult => {
+      const item = input.pushItems[index] as CycleInput['pushItems'][number];
       return {
-        transactionId: push.transactionId,
-        status: push.queued === 1 ? 'queued' : 'duplicate',
-        messageId: push.messageId,
-        partitionId: push.partitionId,
-        traceId: input.pushItems[index]?.traceId ?? null,
-        queue: push.queue,
+        transactionId: transactionId ?? item.transactionId,
+        status: queued ? 'queued' : 'duplicate',
+        messageId,
+        partitionId: partitionIdOf(item.queue, item.partition),
+        traceId: item.traceId ?? null,
+        queue: item.queue,
       };
+    };
+    // A kept answer (a retried body) names the first request's transaction ids.
+    const pushes = Array.isArray(answer.pushes) ? answer.pushes : [];
+    pushes.forEach((push, position) => {
+      if (push.queued === 1) sinkQueues.add(push.queue);
+      const index = local[position] as number;
+      pushResults[index] = result(index, push.queued === 1, push.messageId, push.transactionId);
     });
+    for (const share of shares) {
+      share.indexes.forEach((index, position) => {
+        const row = share.rows?.[position];
+        const item = input.pushItems[index] as CycleInput['pushItems'][number];
+        pushResults[index] =
+          row === undefined
+            ? result(index, true, item.messageId)
+            : result(index, row[1] === 1, String(row[2]), String(row[3]));
+      });
+    }
     const ackResult = answer.ack
       ? { count: answer.ack.count, leaseReleased: answer.ack.released === 1, dlq: answer.ack.dlq === 1 }
       : null;
-    if (ackResult?.leaseReleased && sourceQueue) sinkQueues.set(sourceQueue, 1);
+    if (ackResult?.leaseReleased && sourceQueue) sinkQueues.add(sourceQueue);
     // Which sink's bridge recorded them is not said: each queue pushed to is looked at.
     if ((answer.intents ?? 0) > 0) for (const push of pushes) this.backend.outbox.recorded(push.queue);
-    // Capacity unknown per sink partition here: wake every parked pop of the queues touched.
+    // Capacity unknown per sink partition here: wake every parked pop of the queues touched (the
+    // other slots' queues: woken by their apply).
     this.backend.notifications.notify(
-      [...sinkQueues.keys()].map((queue) => [queue, Number.POSITIVE_INFINITY] as const),
+      [...sinkQueues].map((queue) => [queue, Number.POSITIVE_INFINITY] as const),
     );
     return {
       success: true,
@@ -349,6 +471,7 @@ function stateRows(keys: string[], read: Record<string, string> | (string | null
   return rows;
 }
 
+/** A cycle acking a source queue outside the state's slot (its registration moved it without a reset). */
 const outsideSlot = (queue: string, home: string) =>
-  `queue '${queue}' is not in the Redis Cluster slot of queue '${home}', where this query keeps its state: ` +
-  'a query\'s source and sink queues must share a slot (BROKER_REDIS_SLOT_GROUP=namespace and one namespace; docs/broker-streams.md, "Streams")';
+  `source queue '${queue}' is not in the Redis Cluster slot of queue '${home}', where this query keeps its state: ` +
+  'register the query again with a changed config_hash and reset:true (docs/broker-streams.md, "Streams")';
