@@ -339,7 +339,12 @@ for (const place of PLACES)
       /** Whether the group's message is still to be resolved (its ack not applied). */
       const unacked = async () => {
         const { transactionId, partitionId } = leased;
-        const reply = await api.ack({ transactionId, partitionId, consumerGroup: group, status: 'completed' });
+        const reply = await api.ack({
+          transactionId,
+          partitionId,
+          consumerGroup: group,
+          status: 'completed',
+        });
         assert.equal(reply.body[0].success, true, JSON.stringify(reply.body));
         return reply.body[0].repeat === false;
       };
