@@ -8,14 +8,14 @@ import { createPrivateKey, createSecretKey, type KeyObject } from 'node:crypto';
 import { HMAC_ALGORITHMS, type JwsAlgorithm } from '@herald/auth';
 import type { Clock } from '@herald/redis';
 import { SignJWT } from 'jose';
-import { Pool } from 'undici';
+import type { Pool } from 'undici';
 import type { HubUpdate } from './storage.js';
 
 export interface HubPublisherOptions {
   /** The hub's publish URL (`…/.well-known/mercure`). */
   readonly url: URL;
-  /** HMAC secret (as the hub's MERCURE_PUBLISHER_JWT_KEY) or a PKCS#8 private key PEM. */
-  readonly key: string;
+  /** From signingKey: an HMAC secret (as the hub's MERCURE_PUBLISHER_JWT_KEY) or a private key. */
+  readonly key: KeyObject;
   readonly algorithm: JwsAlgorithm;
   readonly clock: Clock;
   /** How long one POST may take before it counts as failed (the relay tries again). */
@@ -47,15 +47,23 @@ export function signingKey(key: string, algorithm: JwsAlgorithm): KeyObject {
 const CONNECTIONS = 32;
 
 export class HubPublisher {
-  private readonly key: KeyObject;
   private token: { value: string; until: number } | undefined;
-  /** Kept-alive connections (undici's Pool: a fraction of fetch's cost per request). */
-  private readonly pool: Pool;
   private readonly path: string;
 
-  constructor(private readonly options: HubPublisherOptions) {
-    this.key = signingKey(options.key, options.algorithm);
-    this.pool = new Pool(options.url.origin, { connections: CONNECTIONS });
+  /**
+   * undici is loaded here, by a node with a hub to publish to only: a broker without one does
+   * not carry it (~5 MB of a node's memory, docs/benchmarks.md "Footprint").
+   */
+  static async start(options: HubPublisherOptions): Promise<HubPublisher> {
+    const { Pool } = await import('undici');
+    return new HubPublisher(options, new Pool(options.url.origin, { connections: CONNECTIONS }));
+  }
+
+  private constructor(
+    private readonly options: HubPublisherOptions,
+    /** Kept-alive connections (undici's Pool: a fraction of fetch's cost per request). */
+    private readonly pool: Pool,
+  ) {
     this.path = `${options.url.pathname}${options.url.search}`;
   }
 
@@ -74,7 +82,7 @@ export class HubPublisher {
         .setProtectedHeader({ alg: this.options.algorithm, typ: 'JWT' })
         .setIssuedAt(Math.floor(now / 1000))
         .setExpirationTime(Math.floor((now + 2 * TOKEN_REUSE_MS) / 1000))
-        .sign(this.key);
+        .sign(this.options.key);
       this.token = { value, until: now + TOKEN_REUSE_MS };
     }
     return `Bearer ${this.token.value}`;

@@ -1,3 +1,4 @@
+import type { KeyObject } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import { DenyList, parseRevocationEntry, type RevocationEntry, revocationId } from '@herald/auth';
 import { ConfigError } from '@herald/config';
@@ -18,7 +19,7 @@ import { brokerAuthPlugin, requireDeclaredAccess } from './auth.js';
 import type { BrokerConfig } from './config.js';
 import type { BrokerContext } from './context.js';
 import { PayloadCipher, PayloadEncryption } from './encryption.js';
-import { HubPublisher } from './hub-publisher.js';
+import { HubPublisher, signingKey } from './hub-publisher.js';
 import { LongPoll } from './long-poll.js';
 import { type Maintenance, startMemoryMaintenance, startRedisMaintenance } from './maintenance.js';
 import { createBrokerMetrics } from './metrics.js';
@@ -82,9 +83,8 @@ export interface StartOptions {
 /** Reply deadline of the deny list's reads and writes when REDIS_COMMAND_TIMEOUT is not set. */
 const REVOCATIONS_COMMAND_TIMEOUT = 2000;
 
-/** Starts one broker node: storage, maintenance, HTTP listener. */
 /** The outbox's way to the hub (BROKER_HUB_URL, BROKER_HUB_JWT_KEY), or undefined when none is set. */
-function hubPublisherFrom(config: BrokerConfig, clock: Clock): HubPublisher | undefined {
+async function hubPublisherFrom(config: BrokerConfig, clock: Clock): Promise<HubPublisher | undefined> {
   if (!config.BROKER_HUB_URL) {
     if (config.BROKER_HUB_JWT_KEY)
       throw new ConfigError('BROKER_HUB_JWT_KEY', 'is set without BROKER_HUB_URL');
@@ -95,21 +95,19 @@ function hubPublisherFrom(config: BrokerConfig, clock: Clock): HubPublisher | un
       'BROKER_HUB_JWT_KEY',
       'is required with BROKER_HUB_URL: the key the hub verifies publishers with',
     );
+  let key: KeyObject;
   try {
-    return new HubPublisher({
-      url: config.BROKER_HUB_URL,
-      key: config.BROKER_HUB_JWT_KEY,
-      algorithm: config.BROKER_HUB_JWT_ALG,
-      clock,
-    });
+    key = signingKey(config.BROKER_HUB_JWT_KEY, config.BROKER_HUB_JWT_ALG);
   } catch {
     throw new ConfigError(
       'BROKER_HUB_JWT_KEY',
       `is not a signing key for ${config.BROKER_HUB_JWT_ALG} (a PKCS#8 private key PEM for an asymmetric algorithm)`,
     );
   }
+  return HubPublisher.start({ url: config.BROKER_HUB_URL, key, algorithm: config.BROKER_HUB_JWT_ALG, clock });
 }
 
+/** Starts one broker node: storage, maintenance, HTTP listener. */
 export async function startBroker(config: BrokerConfig, options: StartOptions = {}): Promise<Broker> {
   // Throws a ConfigError naming the variable when the Redis variables do not make one topology.
   const redisTopology = redisTopologyFrom(config);
@@ -119,7 +117,7 @@ export async function startBroker(config: BrokerConfig, options: StartOptions = 
       'needs Redis replicas (REDIS_SENTINELS or REDIS_CLUSTER_NODES, or REDIS_URL of a primary with replicas); the in-process backend has none',
     );
   }
-  const publisher = hubPublisherFrom(config, options.clock ?? systemClock);
+  const publisher = await hubPublisherFrom(config, options.clock ?? systemClock);
   const metrics = createMetrics({ defaultLabels: { service: 'broker' } });
   let storage: BrokerStorage | undefined;
   const brokerMetrics = createBrokerMetrics(metrics, () => storage, config.BROKER_METRICS_MAX_QUEUES);
