@@ -28,7 +28,7 @@ import { createHubMetrics, type HubMetrics } from './metrics.js';
 import { partitionsOfMatchers } from './partitions.js';
 import { PUBLISH_BODY_LIMIT, type PublishDependencies } from './publish.js';
 import type { RegisterOptions, SubscribeDependencies, SubscriberRegistry } from './subscribe.js';
-import { type CloseReason, Subscriber } from './subscriber.js';
+import { type CloseReason, Subscriber, type SubscriberShared } from './subscriber.js';
 import { SubscriberIndex } from './subscriptions.js';
 import type { SubscriptionRecord, Transport } from './transport.js';
 import { MemoryTransport } from './transport-memory.js';
@@ -80,6 +80,8 @@ export class Hub implements SubscriberRegistry {
   readonly limits: HubLimits;
   /** What gives back each limited stream's slot when it closes. */
   private readonly slots = new WeakMap<Subscriber, () => void>();
+  /** What every subscriber of this node shares (one object, not one per connection). */
+  private readonly subscriberShared: SubscriberShared;
   private readonly revocationsRedis: RedisClient | undefined;
   /** Cancels the next heartbeat round. */
   private heartbeatTimer: (() => void) | undefined;
@@ -109,6 +111,17 @@ export class Hub implements SubscriberRegistry {
       (reason) => this.metrics.authFailures.inc({ reason }),
       this.denyList,
     );
+    const auth = this.auth;
+    this.subscriberShared = {
+      clock,
+      limits: {
+        maxQueueBytes: config.MERCURE_MAX_CONNECTION_QUEUE_BYTES,
+        maxQueueEvents: config.MERCURE_MAX_CONNECTION_QUEUE_EVENTS,
+        dispatchTimeout: config.MERCURE_DISPATCH_TIMEOUT,
+      },
+      canReceive: (principal, topics) => auth.canReceive(principal, topics),
+      onClose: (closed, reason) => this.onSubscriberClosed(closed, reason),
+    };
     const log = (level: 'info' | 'warn' | 'error', message: string, details?: object) =>
       app.log[level](details ?? {}, message);
     const redis = redisTopologyFrom(config);
@@ -279,17 +292,9 @@ export class Hub implements SubscriberRegistry {
       matchers: options.matchers,
       partitions,
       principal: options.principal,
-      canReceivePrivate: (topics) =>
-        options.principal ? this.auth.canReceive(options.principal, topics) : false,
       topicsField: options.topicsField ?? false,
       response: options.response,
-      clock: this.clock,
-      limits: {
-        maxQueueBytes: config.MERCURE_MAX_CONNECTION_QUEUE_BYTES,
-        maxQueueEvents: config.MERCURE_MAX_CONNECTION_QUEUE_EVENTS,
-        dispatchTimeout: config.MERCURE_DISPATCH_TIMEOUT,
-      },
-      onClose: (closed, reason) => this.onSubscriberClosed(closed, reason),
+      shared: this.subscriberShared,
     });
     // Before the snapshot: a partition joined now has its join point in it.
     this.transport.watch(partitions);

@@ -25,27 +25,35 @@ export interface SubscriberLimits {
   readonly dispatchTimeout: number;
 }
 
+/**
+ * What every subscriber of a node shares: one object per node, not one per connection (an idle
+ * connection's heap is the hub's footprint; docs/benchmarks.md, "Idle subscribers").
+ */
+export interface SubscriberShared {
+  readonly limits: SubscriberLimits;
+  /** The node's clock: write times, the dispatch timer and `closeAt` run on it. */
+  readonly clock: Clock;
+  /** Decides delivery of private updates against a token's current claims (auth.md, subscribers). */
+  canReceive(principal: Principal, topics: readonly string[]): boolean;
+  onClose(subscriber: Subscriber, reason: CloseReason): void;
+}
+
 export interface SubscriberOptions {
   /** One IRI per connection (`urn:uuid:…`), the `subscriber` of subscription events. */
   readonly iri: string;
   readonly matchers: readonly TopicMatcher[];
   /** The topic partitions it needs (undefined: all; docs/hub.md, topic partitions). */
   readonly partitions?: readonly number[] | undefined;
-  /** The verified token, undefined for an anonymous subscriber. */
+  /** The verified token, undefined for an anonymous subscriber (who receives no private update). */
   readonly principal: Principal | undefined;
-  /** Decides delivery of private updates against the current token (auth.md, subscribers). */
-  readonly canReceivePrivate: (topics: readonly string[]) => boolean;
   /**
    * Events carry `topics` fields (MERCURE_TOPICS_FIELD on, and the subscription uses `match*`):
-   * every topic of a public update, the topics `canReceivePrivate` allows one by one of a
-   * private one, in publication order.
+   * every topic of a public update, the topics the token allows one by one of a private one, in
+   * publication order.
    */
   readonly topicsField?: boolean;
   readonly response: ServerResponse;
-  readonly limits: SubscriberLimits;
-  /** The node's clock: write times, the dispatch timer and `closeAt` run on it. */
-  readonly clock: Clock;
-  readonly onClose: (subscriber: Subscriber, reason: CloseReason) => void;
+  readonly shared: SubscriberShared;
 }
 
 /**
@@ -74,21 +82,19 @@ export class Subscriber {
   readonly partitions: readonly number[] | undefined;
   readonly principal: Principal | undefined;
   private readonly response: ServerResponse;
-  private readonly limits: SubscriberLimits;
-  private readonly canReceivePrivate: (topics: readonly string[]) => boolean;
+  private readonly shared: SubscriberShared;
   private readonly topicsField: boolean;
-  private readonly onClose: SubscriberOptions['onClose'];
   /** Set once the headers are out: events then go straight to the socket, pre-framed. */
   private socket: Socket | undefined;
   private chunked = false;
-  private queue: Buffer[] = [];
+  /** Events held while a write is blocked (allocated then only). */
+  private queue: Buffer[] | undefined;
   private queuedBytes = 0;
   private blocked = false;
-  private readonly clock: Clock;
   /** Cancels the dispatch timer while a write is blocked. */
   private dispatchTimer: (() => void) | undefined;
-  /** Cancel the `closeAt` timers. */
-  private readonly timers: (() => void)[] = [];
+  /** Cancel the `closeAt` timers (allocated with the first). */
+  private timers: (() => void)[] | undefined;
   /** While replaying history, live updates wait here (they all come after the snapshot). */
   private replayBuffer: StoredUpdate[] | undefined;
   private snapshot: Cursor | undefined;
@@ -104,18 +110,19 @@ export class Subscriber {
   closed = false;
   deliveries = 0;
 
+  private get clock(): Clock {
+    return this.shared.clock;
+  }
+
   constructor(options: SubscriberOptions) {
     this.iri = options.iri;
     this.matchers = options.matchers;
     this.partitions = options.partitions;
     this.principal = options.principal;
     this.response = options.response;
-    this.limits = options.limits;
-    this.clock = options.clock;
-    this.lastWriteAt = options.clock.now();
-    this.canReceivePrivate = options.canReceivePrivate;
+    this.shared = options.shared;
+    this.lastWriteAt = options.shared.clock.now();
     this.topicsField = options.topicsField ?? false;
-    this.onClose = options.onClose;
     this.response.on('close', () => this.close('client'));
   }
 
@@ -133,6 +140,10 @@ export class Subscriber {
   /** Of an update's copies in several partitions, this subscriber takes one (partitions.ts). */
   takesCopy(update: StoredUpdate): boolean {
     return takesCopy(update, (topic) => this.matchesTopic(topic));
+  }
+
+  private canReceivePrivate(topics: readonly string[]): boolean {
+    return this.principal ? this.shared.canReceive(this.principal, topics) : false;
   }
 
   /**
@@ -190,7 +201,7 @@ export class Subscriber {
     if (this.skipCursor !== undefined && isCovered(this.skipCursor, update)) return;
     if (this.replayBuffer) {
       this.replayBuffer.push(update);
-      if (this.replayBuffer.length > this.limits.maxQueueEvents) this.close('queue_full');
+      if (this.replayBuffer.length > this.shared.limits.maxQueueEvents) this.close('queue_full');
       return;
     }
     this.deliveries += 1;
@@ -240,9 +251,11 @@ export class Subscriber {
 
   private writeChunk(chunk: Buffer): void {
     if (this.blocked) {
-      this.queue.push(chunk);
+      const queue = (this.queue ??= []);
+      queue.push(chunk);
       this.queuedBytes += chunk.length;
-      if (this.queuedBytes > this.limits.maxQueueBytes || this.queue.length > this.limits.maxQueueEvents) {
+      const { limits } = this.shared;
+      if (this.queuedBytes > limits.maxQueueBytes || queue.length > limits.maxQueueEvents) {
         this.close('queue_full');
       }
       return;
@@ -256,7 +269,7 @@ export class Subscriber {
     }
     if (!socket.write(chunk)) {
       this.blocked = true;
-      this.dispatchTimer = this.clock.timer(this.clock.now() + this.limits.dispatchTimeout, () =>
+      this.dispatchTimer = this.clock.timer(this.clock.now() + this.shared.limits.dispatchTimeout, () =>
         this.close('dispatch_timeout'),
       );
     }
@@ -283,16 +296,15 @@ export class Subscriber {
     this.dispatchTimer?.();
     this.dispatchTimer = undefined;
     this.blocked = false;
-    const queue = this.queue;
-    this.queue = [];
+    const queue = this.queue ?? [];
+    this.queue = undefined;
     this.queuedBytes = 0;
     for (let index = 0; index < queue.length; index++) {
       if (this.blocked) {
         // Back-pressure again: keep the rest, in order.
-        for (const chunk of queue.slice(index)) {
-          this.queue.push(chunk);
-          this.queuedBytes += chunk.length;
-        }
+        const rest = queue.slice(index);
+        this.queue = rest;
+        for (const chunk of rest) this.queuedBytes += chunk.length;
         return;
       }
       this.writeChunk(queue[index] as Buffer);
@@ -306,7 +318,7 @@ export class Subscriber {
   closeAt(at: number, reason: CloseReason): void {
     // The system clock's setTimeout overflows above 2^31-1 ms (~24.8 days) and would fire at once.
     if (at - this.clock.now() > 2_147_483_647) return;
-    this.timers.push(this.clock.timer(at, () => this.close(reason)));
+    (this.timers ??= []).push(this.clock.timer(at, () => this.close(reason)));
   }
 
   close(reason: CloseReason): void {
@@ -314,8 +326,8 @@ export class Subscriber {
     this.closed = true;
     this.dispatchTimer?.();
     this.dispatchTimer = undefined;
-    for (const cancel of this.timers) cancel();
-    this.queue = [];
+    for (const cancel of this.timers ?? []) cancel();
+    this.queue = undefined;
     this.replayBuffer = undefined;
     if (reason === 'queue_full' || reason === 'dispatch_timeout') {
       // The peer is not reading: ending gracefully would wait on it forever.
@@ -323,6 +335,6 @@ export class Subscriber {
     } else if (!this.response.writableEnded) {
       this.response.end();
     }
-    this.onClose(this, reason);
+    this.shared.onClose(this, reason);
   }
 }

@@ -35,11 +35,13 @@ function subscriberOn(response: ServerResponse): Subscriber {
     iri: 'urn:uuid:resume',
     matchers: [{ matchType: 'Exact', match: TOPIC, matches: (topic: string) => topic === TOPIC }],
     principal: undefined,
-    canReceivePrivate: () => false,
     response,
-    limits: { maxQueueBytes: 1 << 20, maxQueueEvents: 1000, dispatchTimeout: 1000 },
-    clock: new KeyClock(0),
-    onClose: () => undefined,
+    shared: {
+      limits: { maxQueueBytes: 1 << 20, maxQueueEvents: 1000, dispatchTimeout: 1000 },
+      clock: new KeyClock(0),
+      canReceive: () => false,
+      onClose: () => undefined,
+    },
   });
 }
 

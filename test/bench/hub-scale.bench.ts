@@ -1,0 +1,387 @@
+/*
+ * Hub scale (issue #26): holds many idle subscribers on hub nodes, then publishes to a sample of
+ * them; prints the time to accept them all, the node's RSS per subscriber, and delivery p50/p99 to
+ * the sample, against a minimal node:http SSE server holding as many (the baseline, same run).
+ * A script run by hand, not part of `npm test`:
+ *
+ *   HUB_SCALE_SUBSCRIBERS=100000 node --import tsx test/bench/hub-scale.bench.ts
+ *   HUB_SCALE_SUBSCRIBERS=100000 HUB_SCALE_NODES=2 node --import tsx test/bench/hub-scale.bench.ts
+ *
+ * - One node: the in-process backend. Two nodes: on a private redis-server, the subscribers
+ *   split evenly (50,000 each for 100,000).
+ * - Subscribers are held by client processes of HUB_SCALE_PER_CLIENT each (default 15,000),
+ *   each connecting from its own loopback source address (127.0.0.2, 127.0.0.3, …: one source
+ *   address has ~28,000 ephemeral ports toward one port).
+ * - Every process raises its soft open-file limit to the hard one. A node must hold its
+ *   subscribers plus its own files: when the hard limit (`ulimit -Hn`) is lower, the run is
+ *   capped per node and the script says so in its first line (this 2-core machine: 20,000, which
+ *   even root cannot raise here, so it holds 19,000 per node).
+ * - HUB_SCALE_SAMPLE (default 1,000) subscribers subscribe to a topic of their own; after all
+ *   are connected and the node settled, HUB_SCALE_UPDATES updates (default 100, at 20 per second)
+ *   go to that topic, each carrying its send time; every sample subscriber reports what it got.
+ * Run it on a quiet machine (no test suite or helper): the load average is printed.
+ */
+import { type ChildProcess, fork } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { createServer, type ServerResponse } from 'node:http';
+import { connect, type Socket } from 'node:net';
+import { loadavg } from 'node:os';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
+import { freePort, RedisServer, uniquePrefix } from '@herald/testkit';
+import { type HubProcess, publisherToken, spawnHub } from '../hub/support.js';
+
+const SELF = fileURLToPath(import.meta.url);
+const SUBSCRIBERS = Number(process.env.HUB_SCALE_SUBSCRIBERS ?? 100_000);
+const NODES = Number(process.env.HUB_SCALE_NODES ?? 1);
+const PER_CLIENT = Number(process.env.HUB_SCALE_PER_CLIENT ?? 15_000);
+const SAMPLE = Number(process.env.HUB_SCALE_SAMPLE ?? 1000);
+const UPDATES = Number(process.env.HUB_SCALE_UPDATES ?? 100);
+const UPDATES_PER_SECOND = 20;
+/** Files a node needs besides its subscribers (listening socket, Redis, libraries, stdio). */
+const NODE_FILES = 1000;
+const SAMPLE_TOPIC = 'https://example.com/scale/sample';
+const IDLE_TOPICS = 100;
+const RAISE_OPEN_FILES = 'ulimit -n "$(ulimit -Hn)" && exec "$0" "$@"';
+
+interface Job {
+  port: number;
+  samplePath: string;
+  count: number;
+  samples: number;
+  sourceAddress: string;
+}
+
+// ---- child roles -------------------------------------------------------------------------------
+
+/** The baseline: a minimal node:http SSE server (headers, an opening comment, raw frames). */
+function runBaseline(port: number): void {
+  const clients = new Map<ServerResponse, boolean>();
+  createServer((request, response) => {
+    if (request.method === 'POST') {
+      let body = '';
+      request.on('data', (chunk: Buffer) => {
+        body += chunk;
+      });
+      request.on('end', () => {
+        const frame = Buffer.from(`data: ${body}\n\n`);
+        for (const [client, sample] of clients) if (sample) client.write(frame);
+        response.end('ok');
+      });
+      return;
+    }
+    response.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-store' });
+    response.write(':\n\n');
+    clients.set(response, request.url?.includes('sample') ?? false);
+    response.on('close', () => clients.delete(response));
+  }).listen(port, '127.0.0.1', () => process.send?.({ type: 'ready' })).keepAliveTimeout = 0;
+}
+
+/** Holds a job's raw SSE connections; the sample ones note each event's delay (its data: send time). */
+function runClient(): void {
+  let sockets: Socket[] = [];
+  const delays: number[] = [];
+  process.on('message', async (message: { type: string; job?: Job }) => {
+    if (message.type === 'open' && message.job) {
+      const { port, samplePath, count, samples, sourceAddress } = message.job;
+      const opened: Promise<void>[] = [];
+      for (let index = 0; index < count; index++) {
+        const sample = index < samples;
+        const socket = connect({ port, host: '127.0.0.1', localAddress: sourceAddress });
+        let headersDone = false;
+        let carry = '';
+        opened.push(
+          new Promise((resolve, reject) => {
+            socket.once('error', reject);
+            socket.on('data', (chunk: Buffer) => {
+              const text = carry + chunk.toString('latin1');
+              if (!headersDone) {
+                if (!text.includes('\r\n\r\n')) {
+                  carry = text;
+                  return;
+                }
+                headersDone = true;
+                resolve();
+              }
+              if (!sample) {
+                carry = '';
+                return;
+              }
+              let position = text.indexOf('data: ');
+              while (position !== -1) {
+                const end = text.indexOf('\n', position);
+                if (end === -1) break;
+                const sentAt = Number(text.slice(position + 6, end));
+                if (sentAt > 0) delays.push(performance.timeOrigin + performance.now() - sentAt);
+                position = text.indexOf('data: ', end);
+              }
+              carry = position === -1 ? '' : text.slice(position);
+            });
+          }),
+        );
+        // Behind TRUSTED_PROXIES (127.0.0.1), as a TLS-terminating proxy would pass it on.
+        socket.write(
+          `GET ${sample ? samplePath : idlePath(index)} HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Forwarded-Proto: https\r\n\r\n`,
+        );
+        sockets.push(socket);
+        if (opened.length % 500 === 0) await Promise.all(opened.slice(-500));
+      }
+      await Promise.all(opened);
+      process.send?.({ type: 'opened' });
+    } else if (message.type === 'delays') {
+      process.send?.({ type: 'delays', delays });
+    } else if (message.type === 'close') {
+      for (const socket of sockets) socket.destroy();
+      sockets = [];
+      process.send?.({ type: 'closed' });
+    }
+  });
+  process.send?.({ type: 'ready' });
+}
+
+/** Subscriber `index`'s path when idle: one of IDLE_TOPICS topics (the hub's baseline ignores it). */
+function idlePath(index: number): string {
+  return `/.well-known/mercure?match=${encodeURIComponent(`https://example.com/scale/idle/${index % IDLE_TOPICS}`)}`;
+}
+
+// ---- orchestration -----------------------------------------------------------------------------
+
+async function forkRole(args: string[]): Promise<ChildProcess> {
+  const child = fork(SELF, args, {
+    execPath: 'bash',
+    execArgv: ['-c', RAISE_OPEN_FILES, process.execPath, '--import', 'tsx'],
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+  await ask(child, undefined, 'ready');
+  return child;
+}
+
+function ask(
+  child: ChildProcess,
+  message: object | undefined,
+  replyType: string,
+): Promise<Record<string, unknown>> {
+  return new Promise((resolve) => {
+    const listener = (reply: Record<string, unknown>) => {
+      if (reply?.type !== replyType) return;
+      child.off('message', listener);
+      resolve(reply);
+    };
+    child.on('message', listener);
+    if (message) child.send(message);
+  });
+}
+
+function hardOpenFiles(): number {
+  const limits = readFileSync('/proc/self/limits', 'utf8');
+  const hard = /Max open files\s+\d+\s+(\d+|unlimited)/.exec(limits)?.[1];
+  return hard === undefined || hard === 'unlimited' ? Number.POSITIVE_INFINITY : Number(hard);
+}
+
+/** RSS (bytes) of a process once it settled: the least of a few readings a second apart. */
+async function settledRss(pid: number): Promise<number> {
+  let least = Number.POSITIVE_INFINITY;
+  for (let reading = 0; reading < 5; reading++) {
+    await sleep(1000);
+    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+    least = Math.min(least, Number(/VmRSS:\s+(\d+)/.exec(status)?.[1]) * 1024);
+  }
+  return least;
+}
+
+interface Target {
+  name: string;
+  /** Each node's port and pid. */
+  nodes: { port: number; pid: number }[];
+  /** Subscribe paths: the sample's, and the idle ones (built by the client from its index). */
+  samplePath: string;
+  publish(data: string): Promise<void>;
+}
+
+interface Figures {
+  held: number;
+  acceptSeconds: number;
+  rssPerSubscriber: number;
+  rssMb: number;
+  delivered: number;
+  expected: number;
+  p50: number;
+  p99: number;
+}
+
+async function run(target: Target, perNode: number): Promise<Figures> {
+  const clients: ChildProcess[] = [];
+  let source = 2;
+  const jobs: { client: ChildProcess; job: Job }[] = [];
+  for (const node of target.nodes) {
+    const samplesHere = Math.ceil(SAMPLE / target.nodes.length);
+    for (let start = 0; start < perNode; start += PER_CLIENT) {
+      const count = Math.min(PER_CLIENT, perNode - start);
+      const client = await forkRole(['--client']);
+      clients.push(client);
+      jobs.push({
+        client,
+        job: {
+          port: node.port,
+          samplePath: target.samplePath,
+          count,
+          samples: start === 0 ? Math.min(samplesHere, count) : 0,
+          sourceAddress: `127.0.0.${source++}`,
+        },
+      });
+    }
+  }
+  try {
+    const before = await Promise.all(target.nodes.map((node) => settledRss(node.pid)));
+    const started = performance.now();
+    await Promise.all(jobs.map(({ client, job }) => ask(client, { type: 'open', job }, 'opened')));
+    const acceptSeconds = (performance.now() - started) / 1000;
+    const after = await Promise.all(target.nodes.map((node) => settledRss(node.pid)));
+    const held = perNode * target.nodes.length;
+    const grown = after.reduce((sum, rss, index) => sum + rss - (before[index] as number), 0);
+    for (let update = 0; update < UPDATES; update++) {
+      await target.publish(String(performance.timeOrigin + performance.now()));
+      await sleep(1000 / UPDATES_PER_SECOND);
+    }
+    await sleep(2000);
+    const delays: number[] = [];
+    for (const { client } of jobs)
+      delays.push(...((await ask(client, { type: 'delays' }, 'delays')).delays as number[]));
+    delays.sort((a, b) => a - b);
+    const at = (p: number) =>
+      delays[Math.min(delays.length - 1, Math.floor(p * delays.length))] ?? Number.NaN;
+    const samples = jobs.reduce((sum, { job }) => sum + job.samples, 0);
+    return {
+      held,
+      acceptSeconds,
+      rssPerSubscriber: grown / held,
+      rssMb: after.reduce((sum, rss) => sum + rss, 0) / 2 ** 20,
+      delivered: delays.length,
+      expected: samples * UPDATES,
+      p50: at(0.5),
+      p99: at(0.99),
+    };
+  } finally {
+    for (const client of clients) client.kill('SIGKILL');
+  }
+}
+
+async function main(): Promise<void> {
+  const hard = hardOpenFiles();
+  const wanted = Math.ceil(SUBSCRIBERS / NODES);
+  const perNode = Math.min(wanted, hard - NODE_FILES);
+  const load = () =>
+    loadavg()
+      .map((value) => value.toFixed(2))
+      .join(' ');
+  console.log(
+    `hub-scale: ${NODES} node(s) × ${perNode} subscribers` +
+      (perNode < wanted
+        ? ` (CAPPED: ${wanted} asked, but the hard open-file limit here is ${hard}: a node holds at most ${hard - NODE_FILES})`
+        : '') +
+      `; sample ${SAMPLE}, ${UPDATES} updates at ${UPDATES_PER_SECOND}/s; node ${process.version}; load average ${load()}`,
+  );
+  const redis = NODES > 1 ? await RedisServer.start() : undefined;
+  const hubs: HubProcess[] = [];
+  let baselines: ChildProcess[] = [];
+  try {
+    // The baseline: one minimal server per node, each holding as many.
+    const baselinePorts = await Promise.all(target(NODES, () => freePort()));
+    baselines = await Promise.all(baselinePorts.map((port) => forkRole(['--baseline', String(port)])));
+    const baselineFigures = await run(
+      {
+        name: 'baseline',
+        nodes: baselinePorts.map((port, index) => ({ port, pid: baselines[index]?.pid as number })),
+        samplePath: '/sample',
+        publish: async (data) => {
+          // The baseline has no fan-out between processes: each gets the update, as Redis would.
+          await Promise.all(
+            baselinePorts.map((port) => fetch(`http://127.0.0.1:${port}/`, { method: 'POST', body: data })),
+          );
+        },
+      },
+      perNode,
+    );
+    for (const child of baselines) child.kill('SIGKILL');
+
+    const environment: Record<string, string> = {
+      MERCURE_ANONYMOUS: '1',
+      MERCURE_HEARTBEAT: '0',
+      MERCURE_WRITE_TIMEOUT: '0',
+      LOG_LEVEL: 'warn',
+      ...(redis ? { REDIS_URL: redis.url, MERCURE_REDIS_PREFIX: uniquePrefix('scale') } : {}),
+    };
+    hubs.push(...(await Promise.all(target(NODES, () => spawnHub(environment, { nodeArguments: [] })))));
+    const token = publisherToken();
+    let turn = 0;
+    const hubFigures = await run(
+      {
+        name: 'hub',
+        nodes: hubs.map((hub) => ({ port: hub.port, pid: hub.child.pid as number })),
+        samplePath: `/.well-known/mercure?match=${encodeURIComponent(SAMPLE_TOPIC)}`,
+        publish: async (data) => {
+          const hub = hubs[turn++ % hubs.length] as HubProcess;
+          const response = await fetch(hub.url, {
+            method: 'POST',
+            headers: {
+              authorization: `Bearer ${token}`,
+              'content-type': 'application/x-www-form-urlencoded',
+              'x-forwarded-proto': 'https',
+            },
+            body: new URLSearchParams({ topic: SAMPLE_TOPIC, data }).toString(),
+          });
+          if (response.status !== 200)
+            throw new Error(`publish: ${response.status} ${await response.text()}`);
+        },
+      },
+      perNode,
+    );
+
+    const rows: [string, string, string, string][] = [
+      ['subscribers held', `${hubFigures.held}`, `${baselineFigures.held}`, ''],
+      [
+        'time to accept them (s)',
+        hubFigures.acceptSeconds.toFixed(1),
+        baselineFigures.acceptSeconds.toFixed(1),
+        `${(hubFigures.acceptSeconds / baselineFigures.acceptSeconds).toFixed(2)}×`,
+      ],
+      [
+        'RSS per subscriber (bytes)',
+        hubFigures.rssPerSubscriber.toFixed(0),
+        baselineFigures.rssPerSubscriber.toFixed(0),
+        `${(hubFigures.rssPerSubscriber / baselineFigures.rssPerSubscriber).toFixed(2)}×`,
+      ],
+      [
+        'RSS of the node(s) holding them (MB)',
+        hubFigures.rssMb.toFixed(0),
+        baselineFigures.rssMb.toFixed(0),
+        '',
+      ],
+      [
+        'sample deliveries received / sent',
+        `${hubFigures.delivered} / ${hubFigures.expected}`,
+        `${baselineFigures.delivered} / ${baselineFigures.expected}`,
+        '',
+      ],
+      ['delivery p50 (ms)', hubFigures.p50.toFixed(1), baselineFigures.p50.toFixed(1), ''],
+      ['delivery p99 (ms)', hubFigures.p99.toFixed(1), baselineFigures.p99.toFixed(1), ''],
+    ];
+    console.log('| measure | hub | baseline | hub / baseline |');
+    console.log('|---|---|---|---|');
+    for (const row of rows) console.log(`| ${row.join(' | ')} |`);
+    console.log(`load average at the end ${load()}`);
+  } finally {
+    for (const child of baselines) child.kill('SIGKILL');
+    await Promise.all(hubs.map((hub) => hub.stop()));
+    await redis?.destroy();
+  }
+}
+
+function target<T>(count: number, make: () => T): T[] {
+  return Array.from({ length: count }, make);
+}
+
+const role = process.argv[2];
+if (role === '--baseline') runBaseline(Number(process.argv[3]));
+else if (role === '--client') runClient();
+else await main();
