@@ -251,7 +251,8 @@ export class Subscriber {
 
   private writeChunk(chunk: Buffer): void {
     if (this.blocked) {
-      const queue = (this.queue ??= []);
+      this.queue ??= [];
+      const queue = this.queue;
       queue.push(chunk);
       this.queuedBytes += chunk.length;
       const { limits } = this.shared;
@@ -318,7 +319,8 @@ export class Subscriber {
   closeAt(at: number, reason: CloseReason): void {
     // The system clock's setTimeout overflows above 2^31-1 ms (~24.8 days) and would fire at once.
     if (at - this.clock.now() > 2_147_483_647) return;
-    (this.timers ??= []).push(this.clock.timer(at, () => this.close(reason)));
+    this.timers ??= [];
+    this.timers.push(this.clock.timer(at, () => this.close(reason)));
   }
 
   close(reason: CloseReason): void {
