@@ -22,15 +22,13 @@
  * - BENCH_BROKER_ARGS: extra node arguments for the broker child, e.g.
  *   `--cpu-prof --cpu-prof-dir=/tmp/prof` (the profile is written when the child exits).
  */
-import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
-import { freePort, RedisServer, waitFor } from '@herald/testkit';
+import { RedisServer } from '@herald/testkit';
 import { Queue, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 import { Pool } from 'undici';
+import { startBrokerChild } from './broker-child.js';
 
-const MAIN = fileURLToPath(new URL('../../services/broker/dist/main.js', import.meta.url));
 const CONCURRENCY = 16;
 const CONSUMERS = 8;
 const PAYLOAD = { orderId: 12345, customer: 'c-42', amount: 99.5, items: ['a', 'b', 'c'] };
@@ -39,19 +37,7 @@ const ROWS = new Set((process.env.BENCH_ROWS ?? 'health,push,popack,partitions,g
 const brokerArgs = (process.env.BENCH_BROKER_ARGS ?? '').split(' ').filter((arg) => arg !== '');
 
 const redisServer = await RedisServer.start();
-const port = await freePort();
-const child = spawn(process.execPath, [...brokerArgs, MAIN], {
-  env: {
-    PATH: process.env.PATH ?? '',
-    PORT: String(port),
-    HOST: '127.0.0.1',
-    LOG_LEVEL: 'error',
-    REDIS_URL: redisServer.url,
-  },
-  stdio: ['ignore', 'ignore', 'inherit'],
-});
-const base = `http://127.0.0.1:${port}`;
-await waitFor(async () => (await fetch(`${base}/readyz`)).status === 200, { what: 'broker' });
+const { child, url: base } = await startBrokerChild({ redisUrl: redisServer.url, nodeArguments: brokerArgs });
 const http = new Pool(base, { connections: CONCURRENCY });
 const redis = new Redis(redisServer.url);
 /** Connections handed to BullMQ (it does not close connections it was given). */

@@ -25,13 +25,12 @@
  *   up to 100 messages acknowledged with one batch ack.
  * Run only on a quiet machine (no test suite, no helper): the load average is printed.
  */
-import { spawn } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
-import { fileURLToPath } from 'node:url';
-import { freePort, RedisServer, waitFor } from '@herald/testkit';
+import { RedisServer } from '@herald/testkit';
 import { Redis } from 'ioredis';
 import { Pool } from 'undici';
+import { startBrokerChild } from './broker-child.js';
 
 const PEER_URL = process.env.QUEEN_URL;
 if (!PEER_URL) {
@@ -44,11 +43,10 @@ if (!PEER_URL) {
 
 /**
  * The Node flags the Dockerfile and the chart give the broker: none (docs/benchmarks.md,
- * "Footprint": the young-generation flags measured cut idle memory but raised the peak).
+ * "Footprint": the flags measured did not lower the peak, or cost throughput).
  */
 const BROKER_NODE_FLAGS: string[] = [];
 
-const MAIN = fileURLToPath(new URL('../../services/broker/dist/main.js', import.meta.url));
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 20);
 const PARTITIONS = 10;
 const PRODUCERS = 16;
@@ -114,19 +112,10 @@ const redisServer = await RedisServer.start({
   extraArguments: ['--appendonly', 'yes', '--appendfsync', APPENDFSYNC],
 });
 const redis = new Redis(redisServer.url);
-const port = await freePort();
-const child = spawn(process.execPath, [...brokerFlags, MAIN], {
-  env: {
-    PATH: process.env.PATH ?? '',
-    PORT: String(port),
-    HOST: '127.0.0.1',
-    LOG_LEVEL: 'error',
-    REDIS_URL: redisServer.url,
-  },
-  stdio: ['ignore', 'ignore', 'inherit'],
+const { child, url: heraldUrl } = await startBrokerChild({
+  redisUrl: redisServer.url,
+  nodeArguments: brokerFlags,
 });
-const heraldUrl = `http://127.0.0.1:${port}`;
-await waitFor(async () => (await fetch(`${heraldUrl}/readyz`)).status === 200, { what: 'broker' });
 
 const herald: Side = {
   name: 'Herald',

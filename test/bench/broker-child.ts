@@ -1,0 +1,30 @@
+/*
+ * One broker node as a child process of a benchmark (`services/broker/dist/main.js`: build
+ * first), on the given Redis, answering once ready.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { freePort, waitFor } from '@herald/testkit';
+
+const MAIN = fileURLToPath(new URL('../../services/broker/dist/main.js', import.meta.url));
+
+export async function startBrokerChild(options: {
+  redisUrl: string;
+  /** Node flags before the script (BENCH_BROKER_ARGS). */
+  nodeArguments?: readonly string[];
+}): Promise<{ child: ChildProcess; url: string }> {
+  const port = await freePort();
+  const child = spawn(process.execPath, [...(options.nodeArguments ?? []), MAIN], {
+    env: {
+      PATH: process.env.PATH ?? '',
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      LOG_LEVEL: 'error',
+      REDIS_URL: options.redisUrl,
+    },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  const url = `http://127.0.0.1:${port}`;
+  await waitFor(async () => (await fetch(`${url}/readyz`)).status === 200, { what: 'broker' });
+  return { child, url };
+}
