@@ -332,10 +332,13 @@ export class RedisStreams implements StreamsStorage {
     if (!answer.ok || answer.txid !== txid) await this.transactions.release(txid, foreign);
     if (!answer.ok) return this.answer(input, source, local, answer, []);
     // Committed by this run, or earlier by the same request (its answer kept under the cycle
-    // id): the shares of the transaction that committed hold the other pushes.
-    const committed = answer.txid as string;
-    const held = committed === txid ? foreign : (answer.shares ?? []);
-    const applied = await this.transactions.finish(committed, held);
+    // id): the shares of the transaction that committed hold the other pushes. (A kept answer
+    // without one, from a node before cycles spanned slots, had none.)
+    const committed = answer.txid;
+    const applied =
+      committed === undefined
+        ? []
+        : await this.transactions.finish(committed, committed === txid ? foreign : (answer.shares ?? []));
     const rows = foreign.map((share, position) => ({ indexes: share.indexes, rows: applied[position] }));
     return this.answer(input, source, local, answer, rows);
   }
