@@ -17,14 +17,22 @@ const CLOSE_OBJECT = 0x7d;
 
 export function depthExceededAt(text: string, max: number): number {
   let depth = 0;
-  let inString = false;
-  for (let index = 0; index < text.length; index++) {
+  const length = text.length;
+  for (let index = 0; index < length; index++) {
     const code = text.charCodeAt(index);
-    if (inString) {
-      if (code === BACKSLASH) index++;
-      else if (code === QUOTE) inString = false;
-    } else if (code === QUOTE) {
-      inString = true;
+    if (code === QUOTE) {
+      // Jump to the closing quote (`indexOf`, not a loop over every character: strings are most
+      // of a body's text): the first one not escaped by an odd run of backslashes. The run stops
+      // at the opening quote at the latest, and each run is counted once: linear in the text.
+      for (;;) {
+        const close = text.indexOf('"', index + 1);
+        // An unterminated string: nothing after it counts (malformed, JSON.parse reports it).
+        if (close < 0) return -1;
+        let backslashes = 0;
+        while (text.charCodeAt(close - 1 - backslashes) === BACKSLASH) backslashes++;
+        index = close;
+        if (backslashes % 2 === 0) break;
+      }
     } else if (code === OPEN_ARRAY || code === OPEN_OBJECT) {
       if (++depth > max) return index;
     } else if ((code === CLOSE_ARRAY || code === CLOSE_OBJECT) && depth > 0) {
