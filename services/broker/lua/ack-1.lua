@@ -1,8 +1,11 @@
 --[[
   Applies acknowledgements for one queue, in order.
   KEYS[1]   base: <prefix>{<queue>}: (every key the script touches is this text plus a suffix)
-  ARGV[1..] acks: 6 entries each: partition (URI-encoded), group (URI-encoded), transactionId,
-            status (completed|success|failed|retry|dlq), leaseId ('' = no lease check), error
+  ARGV[1..] acks: runs of acks that share all but their transactionId, each: partition
+            (URI-encoded), group (URI-encoded), status (completed|success|failed|retry|dlq),
+            leaseId ('' = no lease check), error, count, then count transactionIds (a batch of
+            100 acks of one lease is 106 arguments, not 600: each argument costs Redis a string
+            to read and Lua a string to build)
   Returns { per ack { success (1/0), error or '', leaseReleased (1/0), dlq (1/0), repeat (1/0) },
   intents } (intents: how many completions the queue's bridge recorded, includes/outbox.lua).
   Resend-safe: per request id (shared/redis/README.md). An ack already applied is answered again
@@ -17,9 +20,14 @@
 
 local base = KEYS[1]
 local acks = {}
-for i = 1, #ARGV, 6 do
-  acks[#acks + 1] = { p = ARGV[i], g = ARGV[i + 1], txn = ARGV[i + 2], status = ARGV[i + 3],
-    lease = ARGV[i + 4], err = ARGV[i + 5] }
+local i = 1
+while i <= #ARGV do
+  local p, g, status, lease, err = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4]
+  local last = i + 5 + tonumber(ARGV[i + 5])
+  for t = i + 6, last do
+    acks[#acks + 1] = { p = p, g = g, txn = ARGV[t], status = status, lease = lease, err = err }
+  end
+  i = last + 1
 end
 local rows = ack_many(base, acks, queue_config(base), now_ms())
 return { rows, outbox_written }

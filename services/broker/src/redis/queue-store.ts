@@ -18,12 +18,13 @@ import type {
   PushItem,
   PushResult,
   QueueStore,
+  StoredMessage,
   TransactionOperation,
   TransactionOutcome,
 } from '../storage.js';
 import { forEachBounded, QUEUES_IN_FLIGHT } from './bounded.js';
 import { decode, encode, type RedisBackend, type Reply } from './context.js';
-import { ackArguments, pushItemArguments, RedisTransactions } from './transactions.js';
+import { ackRuns, pushItemArguments, RedisTransactions } from './transactions.js';
 
 /** How long the lease index outlives its lease (an extension arriving late still finds it). */
 const LEASE_INDEX_GRACE_MS = 60_000;
@@ -112,7 +113,7 @@ export class RedisQueueStore implements QueueStore {
       request.subscription.mode === 'all'
         ? '0-0'
         : positionBefore(request.subscription.mode === 'new' ? backend.clock.now() : request.subscription.at);
-    const reply = await backend.run<[string, [string, string, string, string, Reply[][]][]]>(
+    const reply = await backend.run<[string, [string, string, string, string, Reply[]][]]>(
       'pop',
       [base],
       [
@@ -124,33 +125,32 @@ export class RedisQueueStore implements QueueStore {
         start,
       ],
     );
-    const partitions = reply[1].map(([partition, partitionId, leaseId, expiresAt, messages]) => ({
-      queue: request.queue,
-      partition: decode(partition),
-      partitionId,
-      leaseId,
-      leaseExpiresAt: Number(expiresAt),
-      messages: messages.map((row) => {
-        const [streamId, id, transactionId, traceId, data, producerSub, retryCount] = row as [
-          string,
-          string,
-          string,
-          string,
-          string,
-          string,
-          number,
-        ];
-        return {
-          id,
-          transactionId,
+    const partitions = reply[1].map(([partition, partitionId, leaseId, expiresAt, flat]) => {
+      // 7 entries per message (pop-1.lua): streamId, id, transactionId, traceId, data,
+      // producerSub, retryCount.
+      const messages: StoredMessage[] = [];
+      for (let k = 0; k < flat.length; k += 7) {
+        const traceId = flat[k + 3] as string;
+        const producerSub = flat[k + 5] as string;
+        messages.push({
+          id: flat[k + 1] as string,
+          transactionId: flat[k + 2] as string,
           traceId: traceId === '' ? null : traceId,
-          data,
+          data: flat[k + 4] as string,
           producerSub: producerSub === '' ? null : producerSub,
-          createdAt: streamIdTime(streamId),
-          retryCount: Number(retryCount),
-        };
-      }),
-    }));
+          createdAt: streamIdTime(flat[k] as string),
+          retryCount: Number(flat[k + 6]),
+        });
+      }
+      return {
+        queue: request.queue,
+        partition: decode(partition),
+        partitionId,
+        leaseId,
+        leaseExpiresAt: Number(expiresAt),
+        messages,
+      };
+    });
     const first = partitions[0];
     if (first) {
       // Lease extension names only the lease: this index finds its queue (and expires).
@@ -217,14 +217,10 @@ export class RedisQueueStore implements QueueStore {
       [...byQueue].map(async ([queue, list]) => {
         list.sort((a, b) => a.index - b.index);
         const base = backend.base(queue);
-        const args: string[] = [];
-        for (const { ack, partition } of list) {
-          args.push(...ackArguments(ack, partition));
-        }
         const [rows, intents] = await backend.run<[[number, string, number, number, number][], number]>(
           'ack',
           [base],
-          args,
+          ackRuns(list),
         );
         if (intents > 0) backend.outbox.recorded(queue);
         // A partition id the registry knows but no message was ever stored under (a refused push

@@ -79,6 +79,35 @@ export function ackArguments(ack: AckInput, partition: string): string[] {
   ];
 }
 
+/**
+ * ack-1.lua's arguments: runs of acks that share partition, group, status, lease and error
+ * (a batch of one lease is one run), each `partition, group, status, leaseId, error, count`
+ * then its `count` transactionIds, in the order given.
+ */
+export function ackRuns(acks: readonly { readonly ack: AckInput; readonly partition: string }[]): string[] {
+  const args: string[] = [];
+  let countAt = -1;
+  let previous: { readonly ack: AckInput; readonly partition: string } | undefined;
+  for (const entry of acks) {
+    const { ack, partition } = entry;
+    const sameRun =
+      previous !== undefined &&
+      partition === previous.partition &&
+      ack.group === previous.ack.group &&
+      ack.status === previous.ack.status &&
+      ack.leaseId === previous.ack.leaseId &&
+      ack.error === previous.ack.error;
+    if (!sameRun) {
+      args.push(encode(partition), encode(ack.group), ack.status, ack.leaseId ?? '', ack.error ?? '', '0');
+      countAt = args.length - 1;
+    }
+    args.push(ack.transactionId);
+    args[countAt] = String(Number(args[countAt]) + 1);
+    previous = entry;
+  }
+  return args;
+}
+
 /** One operation, its queue resolved: what a share's script gets for it. */
 export interface PlannedOperation {
   readonly index: number;
