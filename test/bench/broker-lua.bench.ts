@@ -6,6 +6,9 @@
  * call at a time, alternating the two script sets round by round so load from other processes
  * hits both alike. Prints the median and p90 time per call and the ratio current/baseline.
  * Run: node --import tsx test/bench/broker-lua.bench.ts [git revision, default main]
+ * Both sets are called by the node code as checked out, so the revision's scripts must take the
+ * same arguments and answer in the same shape: pop and ack changed both at 84a1a8c (flat pop rows,
+ * runs of acks); compare revisions from that commit on.
  */
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
