@@ -288,6 +288,15 @@ test('broker auth: the chart refuses what the broker would refuse at boot', () =
   assert.equal(envOf(broker).get('DEFAULT_BATCH_SIZE')?.value, '50');
 });
 
+test('the broker runs with NODE_OPTIONS from broker.nodeOptions (a young generation of 8 MB by default), the hub without', () => {
+  const defaults = render({ valuesFiles: [ciValues.default] });
+  const broker = find(defaults, 'Deployment', componentName('broker'));
+  assert.equal(envOf(broker).get('NODE_OPTIONS')?.value, '--max-semi-space-size=8');
+  assert.equal(envOf(find(defaults, 'Deployment', componentName('hub'))).get('NODE_OPTIONS'), undefined);
+  const none = render({ valuesFiles: [ciValues.default], set: ['broker.nodeOptions='] });
+  assert.equal(envOf(find(none, 'Deployment', componentName('broker'))).get('NODE_OPTIONS'), undefined);
+});
+
 test("values map onto the services' variables; no unknown MERCURE_/JWT_ name is ever rendered", () => {
   const allowed = {
     hub: new Set<string>([...serviceEnvNames.common, ...serviceEnvNames.hub]),

@@ -112,5 +112,7 @@ export const serviceEnvNames = {
     'BROKER_HUB_URL',
     'BROKER_HUB_JWT_KEY',
     'BROKER_HUB_JWT_ALG',
+    // Read by Node itself, not the broker: broker.nodeOptions (docs/benchmarks.md, "Broker footprint").
+    'NODE_OPTIONS',
   ],
 } as const;

@@ -333,6 +333,7 @@ REDIS_SENTINELS, REDIS_CLUSTER_NODES, by redis.mode; passwords only through a Se
 {{- include "herald.envVar" (list "JWT_ROLE_READ_ONLY" $auth.roles.readOnly) }}
 {{- include "herald.envVar" (list "JWT_ROLE_WRITE_ONLY" $auth.roles.writeOnly) }}
 {{- include "herald.envVar" (list "JWT_SKIP_PATHS" (join "," $auth.skipPaths)) }}
+{{- include "herald.envVar" (list "NODE_OPTIONS" .values.nodeOptions) }}
 {{- include "herald.envVar" (list "DEFAULT_BATCH_SIZE" .values.defaultBatchSize) }}
 {{- include "herald.envVar" (list "DEFAULT_TIMEOUT" .values.defaultTimeout) }}
 {{- include "herald.envVar" (list "BROKER_METRICS_MAX_QUEUES" .values.metricsMaxQueues) }}
