@@ -87,6 +87,7 @@ export function ackArguments(ack: AckInput, partition: string): string[] {
 export function ackRuns(acks: readonly { readonly ack: AckInput; readonly partition: string }[]): string[] {
   const args: string[] = [];
   let countAt = -1;
+  let count = 0;
   let previous: { readonly ack: AckInput; readonly partition: string } | undefined;
   for (const entry of acks) {
     const { ack, partition } = entry;
@@ -98,13 +99,16 @@ export function ackRuns(acks: readonly { readonly ack: AckInput; readonly partit
       ack.leaseId === previous.ack.leaseId &&
       ack.error === previous.ack.error;
     if (!sameRun) {
-      args.push(encode(partition), encode(ack.group), ack.status, ack.leaseId ?? '', ack.error ?? '', '0');
+      if (countAt >= 0) args[countAt] = String(count);
+      args.push(encode(partition), encode(ack.group), ack.status, ack.leaseId ?? '', ack.error ?? '', '');
       countAt = args.length - 1;
+      count = 0;
     }
     args.push(ack.transactionId);
-    args[countAt] = String(Number(args[countAt]) + 1);
+    count++;
     previous = entry;
   }
+  if (countAt >= 0) args[countAt] = String(count);
   return args;
 }
 
