@@ -12,6 +12,8 @@ export async function startBrokerChild(options: {
   redisUrl: string;
   /** Node flags before the script (BENCH_BROKER_ARGS). */
   nodeArguments?: readonly string[];
+  /** Extra environment variables of the child (BENCH_BROKER_ENV), e.g. MALLOC_ARENA_MAX. */
+  environment?: Readonly<Record<string, string>>;
 }): Promise<{ child: ChildProcess; url: string }> {
   const port = await freePort();
   const child = spawn(process.execPath, [...(options.nodeArguments ?? []), MAIN], {
@@ -21,6 +23,7 @@ export async function startBrokerChild(options: {
       HOST: '127.0.0.1',
       LOG_LEVEL: 'error',
       REDIS_URL: options.redisUrl,
+      ...options.environment,
     },
     stdio: ['ignore', 'ignore', 'inherit'],
   });

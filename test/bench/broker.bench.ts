@@ -21,6 +21,8 @@
  * - BENCH_ROWS: comma list of health, push, popack, partitions, groups.
  * - BENCH_BROKER_ARGS: extra node arguments for the broker child, e.g.
  *   `--cpu-prof --cpu-prof-dir=/tmp/prof` (the profile is written when the child exits).
+ * - BENCH_BROKER_ENV: extra environment of the broker child, `NAME=value` separated by spaces,
+ *   e.g. `MALLOC_ARENA_MAX=2`.
  */
 import { readFileSync } from 'node:fs';
 import { RedisServer } from '@herald/testkit';
@@ -35,9 +37,19 @@ const PAYLOAD = { orderId: 12345, customer: 'c-42', amount: 99.5, items: ['a', '
 
 const ROWS = new Set((process.env.BENCH_ROWS ?? 'health,push,popack,partitions,groups').split(','));
 const brokerArgs = (process.env.BENCH_BROKER_ARGS ?? '').split(' ').filter((arg) => arg !== '');
+const brokerEnvironment = Object.fromEntries(
+  (process.env.BENCH_BROKER_ENV ?? '')
+    .split(' ')
+    .filter((pair) => pair.includes('='))
+    .map((pair) => [pair.slice(0, pair.indexOf('=')), pair.slice(pair.indexOf('=') + 1)]),
+);
 
 const redisServer = await RedisServer.start();
-const { child, url: base } = await startBrokerChild({ redisUrl: redisServer.url, nodeArguments: brokerArgs });
+const { child, url: base } = await startBrokerChild({
+  redisUrl: redisServer.url,
+  nodeArguments: brokerArgs,
+  environment: brokerEnvironment,
+});
 const http = new Pool(base, { connections: CONCURRENCY });
 const redis = new Redis(redisServer.url);
 /** Connections handed to BullMQ (it does not close connections it was given). */
