@@ -1,8 +1,11 @@
-import http from 'node:http';
 import https from 'node:https';
+import { createRequire } from 'node:module';
 import { algorithmFitsKey, type JwsAlgorithm } from './algorithms.js';
 import { importJwk, type JwkKeyType, type VerificationKey } from './keys.js';
 import { type AuthLogger, silentLogger } from './logger.js';
+
+/** Through require, not `import`: see STATUS_CODES in @herald/errors (Node 26 loads undici). */
+const http = createRequire(import.meta.url)('node:http') as typeof import('node:http');
 
 /** Seed: "The body is capped at 1 MiB and the response may be Content-Length'd or chunked." */
 export const JWKS_MAX_BYTES = 1024 * 1024;
