@@ -59,9 +59,11 @@ USER 10001:10001
 EXPOSE 8080 6632
 # node runs as PID 1: the services install their own SIGTERM handlers (graceful drain), so no
 # init process is needed for signal delivery.
-# No NODE_OPTIONS here: the image runs both services and the flag below was measured on the broker
-# only. Run the broker with NODE_OPTIONS=--max-semi-space-size=8 (the chart's broker.nodeOptions
-# default): on Node 26 its peak RSS under load falls by a fifth to a quarter, throughput unchanged
-# (docs/benchmarks.md, "Broker footprint"), e.g.
-#   docker run -e NODE_OPTIONS=--max-semi-space-size=8 … herald node services/broker/dist/main.js
+# No Node flags here: the image runs both services and the flags below were measured on the broker
+# only. Run the broker as the chart does (broker.nodeOptions and broker.command): NODE_OPTIONS
+# =--max-semi-space-size=8 and `node --heap-growing-percent=50` (a V8 flag Node refuses in
+# NODE_OPTIONS). On Node 26 the two take its peak RSS under a push load from ~246 to 164-171 MB,
+# throughput unchanged (docs/benchmarks.md, "Broker footprint"), e.g.
+#   docker run -e NODE_OPTIONS=--max-semi-space-size=8 … herald \
+#     node --heap-growing-percent=50 services/broker/dist/main.js
 CMD ["node", "services/hub/dist/main.js"]

@@ -13,8 +13,8 @@
  * are blank.
  *
  * Herald: a private redis-server (AOF on, `appendfsync` BENCH_REDIS_APPENDFSYNC, default
- * everysec) and one broker child started with the Node flags of the Dockerfile and the chart
- * (BROKER_NODE_FLAGS below; BENCH_BROKER_ARGS replaces them).
+ * everysec) and one broker child started with the Node flags of the chart (BROKER_NODE_FLAGS
+ * below; BENCH_BROKER_ARGS replaces them).
  * The store's CPU: Redis's INFO cpu; the peer's store: the PostgreSQL postmaster and its
  * children from /proc (backends that exit during a row are not counted: Queen keeps a pool).
  *
@@ -42,10 +42,10 @@ if (!PEER_URL) {
 }
 
 /**
- * The Node flags the Dockerfile and the chart give the broker: none (docs/benchmarks.md,
- * "Footprint": the flags measured did not lower the peak, or cost throughput).
+ * The Node flags the chart gives the broker (broker.nodeOptions and broker.command;
+ * docs/benchmarks.md, "Broker footprint"). The image sets none.
  */
-const BROKER_NODE_FLAGS: string[] = [];
+const BROKER_NODE_FLAGS: string[] = ['--max-semi-space-size=8', '--heap-growing-percent=50'];
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 20);
 const PARTITIONS = 10;

@@ -2,6 +2,7 @@
 // security context, secrets, and which objects each component toggle renders.
 
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { test } from 'node:test';
 import { serviceEnvNames } from './contract.js';
 import {
@@ -101,7 +102,12 @@ test('commands follow the operator contract (one image, command per component)',
     const deployment = find(defaults, 'Deployment', componentName(component));
     const container = containerOf(deployment);
     assert.equal(container.name, component);
-    assert.deepEqual(container.command, ['node', `services/${component}/dist/main.js`]);
+    assert.deepEqual(
+      container.command,
+      component === 'broker'
+        ? ['node', '--heap-growing-percent=50', 'services/broker/dist/main.js']
+        : ['node', 'services/hub/dist/main.js'],
+    );
     assert.equal(container.image, 'herald:0.1.0');
   }
   const pinned = containerOf(find(production, 'Deployment', componentName('hub'))).image;
@@ -295,6 +301,26 @@ test('the broker runs with NODE_OPTIONS from broker.nodeOptions (a young generat
   assert.equal(envOf(find(defaults, 'Deployment', componentName('hub'))).get('NODE_OPTIONS'), undefined);
   const none = render({ valuesFiles: [ciValues.default], set: ['broker.nodeOptions='] });
   assert.equal(envOf(find(none, 'Deployment', componentName('broker'))).get('NODE_OPTIONS'), undefined);
+});
+
+test("this Node accepts the broker's default flags where the chart puts them (a V8 flag in NODE_OPTIONS stops the process)", () => {
+  const broker = find(render({ valuesFiles: [ciValues.default] }), 'Deployment', componentName('broker'));
+  const command: string[] = containerOf(broker).command;
+  const flags = command.slice(1, -1);
+  assert.ok(flags.length > 0, 'the default command carries Node flags');
+  const nodeOptions = envOf(broker).get('NODE_OPTIONS')?.value;
+  const started = spawnSync(process.execPath, [...flags, '-e', 'process.exit(0)'], {
+    env: { PATH: process.env.PATH ?? '', NODE_OPTIONS: nodeOptions },
+    encoding: 'utf8',
+  });
+  assert.equal(started.status, 0, started.stderr);
+  // The check bites: the same V8 flag moved into NODE_OPTIONS is refused.
+  const refused = spawnSync(process.execPath, ['-e', 'process.exit(0)'], {
+    env: { PATH: process.env.PATH ?? '', NODE_OPTIONS: `${nodeOptions} ${flags.join(' ')}` },
+    encoding: 'utf8',
+  });
+  assert.notEqual(refused.status, 0);
+  assert.match(refused.stderr, /is not allowed in NODE_OPTIONS/);
 });
 
 test("values map onto the services' variables; no unknown MERCURE_/JWT_ name is ever rendered", () => {
