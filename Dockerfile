@@ -62,8 +62,8 @@ EXPOSE 8080 6632
 # No Node flags here: the image runs both services and the flags below were measured on the broker
 # only. Run the broker as the chart does (broker.nodeOptions and broker.command): NODE_OPTIONS
 # =--max-semi-space-size=8 and `node --heap-growing-percent=50` (a V8 flag Node refuses in
-# NODE_OPTIONS). On Node 26 the two take its peak RSS under a push load from ~246 to 164-171 MB,
-# throughput unchanged (docs/benchmarks.md, "Broker footprint"), e.g.
+# NODE_OPTIONS). On Node 26 the two take its peak RSS under 500-message pushes from 262-298 to
+# 161-168 MB (docs/benchmarks.md, "Broker footprint"), e.g.
 #   docker run -e NODE_OPTIONS=--max-semi-space-size=8 … herald \
 #     node --heap-growing-percent=50 services/broker/dist/main.js
 CMD ["node", "services/hub/dist/main.js"]
