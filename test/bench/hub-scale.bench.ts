@@ -19,6 +19,7 @@
  * - HUB_SCALE_SAMPLE (default 1,000) subscribers subscribe to a topic of their own; after all
  *   are connected and the node settled, HUB_SCALE_UPDATES updates (default 100, at 20 per second)
  *   go to that topic, each carrying its send time; every sample subscriber reports what it got.
+ * - HUB_SCALE_HUB_ARGS: Node flags for the hub nodes, separated by spaces (default none).
  * Run it on a quiet machine (no test suite or helper): the load average is printed.
  */
 import { type ChildProcess, fork } from 'node:child_process';
@@ -37,6 +38,7 @@ const NODES = Number(process.env.HUB_SCALE_NODES ?? 1);
 const PER_CLIENT = Number(process.env.HUB_SCALE_PER_CLIENT ?? 15_000);
 const SAMPLE = Number(process.env.HUB_SCALE_SAMPLE ?? 1000);
 const UPDATES = Number(process.env.HUB_SCALE_UPDATES ?? 100);
+const HUB_ARGS = (process.env.HUB_SCALE_HUB_ARGS ?? '').split(' ').filter((flag) => flag !== '');
 const UPDATES_PER_SECOND = 20;
 /** Files a node needs besides its subscribers (listening socket, Redis, libraries, stdio). */
 const NODE_FILES = 1000;
@@ -161,13 +163,20 @@ function ask(
   message: object | undefined,
   replyType: string,
 ): Promise<Record<string, unknown>> {
-  return new Promise((resolve) => {
+  return new Promise((resolve, reject) => {
     const listener = (reply: Record<string, unknown>) => {
       if (reply?.type !== replyType) return;
       child.off('message', listener);
+      child.off('exit', exited);
       resolve(reply);
     };
+    // A child that dies (a client out of source ports: EADDRINUSE) must end the run, not hang it.
+    const exited = (code: number | null, signal: NodeJS.Signals | null) => {
+      child.off('message', listener);
+      reject(new Error(`a child process exited (${code ?? signal}) before answering '${replyType}'`));
+    };
     child.on('message', listener);
+    child.once('exit', exited);
     if (message) child.send(message);
   });
 }
@@ -209,9 +218,16 @@ interface Figures {
   p99: number;
 }
 
+/**
+ * The next loopback source address (127.0.0.<n>). Not reused within a run of the script: a
+ * client's closed connections hold its ports in TIME_WAIT for a minute, and a port bound to a
+ * source address is taken whatever the destination. (Two invocations within a minute of each
+ * other still collide: wait, or the clients fail with EADDRINUSE.)
+ */
+let nextSource = 2;
+
 async function run(target: Target, perNode: number): Promise<Figures> {
   const clients: ChildProcess[] = [];
-  let source = 2;
   const jobs: { client: ChildProcess; job: Job }[] = [];
   for (const node of target.nodes) {
     const samplesHere = Math.ceil(SAMPLE / target.nodes.length);
@@ -226,7 +242,7 @@ async function run(target: Target, perNode: number): Promise<Figures> {
           samplePath: target.samplePath,
           count,
           samples: start === 0 ? Math.min(samplesHere, count) : 0,
-          sourceAddress: `127.0.0.${source++}`,
+          sourceAddress: `127.0.0.${nextSource++}`,
         },
       });
     }
@@ -279,7 +295,7 @@ async function main(): Promise<void> {
       (perNode < wanted
         ? ` (CAPPED: ${wanted} asked, but the hard open-file limit here is ${hard}: a node holds at most ${hard - NODE_FILES})`
         : '') +
-      `; sample ${SAMPLE}, ${UPDATES} updates at ${UPDATES_PER_SECOND}/s; node ${process.version}; load average ${load()}`,
+      `; sample ${SAMPLE}, ${UPDATES} updates at ${UPDATES_PER_SECOND}/s; node ${process.version}${HUB_ARGS.length > 0 ? ` (hub flags: ${HUB_ARGS.join(' ')})` : ''}; load average ${load()}`,
   );
   const redis = NODES > 1 ? await RedisServer.start() : undefined;
   const hubs: HubProcess[] = [];
@@ -311,7 +327,9 @@ async function main(): Promise<void> {
       LOG_LEVEL: 'warn',
       ...(redis ? { REDIS_URL: redis.url, MERCURE_REDIS_PREFIX: uniquePrefix('scale') } : {}),
     };
-    hubs.push(...(await Promise.all(target(NODES, () => spawnHub(environment, { nodeArguments: [] })))));
+    hubs.push(
+      ...(await Promise.all(target(NODES, () => spawnHub(environment, { nodeArguments: HUB_ARGS })))),
+    );
     const token = publisherToken();
     let turn = 0;
     const hubFigures = await run(
