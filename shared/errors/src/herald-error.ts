@@ -2,8 +2,8 @@ import { createRequire } from 'node:module';
 
 /*
  * node:http through require, not `import`: on Node 26 an ESM import of node:http reads every
- * export, and its lazy `WebSocket` export then loads Node's bundled undici, ~18 MB of RSS for
- * a process that never uses it (docs/benchmarks.md, "Broker footprint").
+ * export, and its lazy `WebSocket` export then loads Node's bundled undici, ~8 MB of heap in a
+ * broker that never uses it (docs/benchmarks.md, "Broker footprint").
  */
 const { STATUS_CODES } = createRequire(import.meta.url)('node:http') as typeof import('node:http');
 
