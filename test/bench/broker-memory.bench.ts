@@ -3,13 +3,15 @@
  * child on a fresh private redis-server takes 16 concurrent pushes of 500 messages (the load that
  * fills peer.bench.ts's pop queue, where the broker's peak was reached) and the benchmark prints
  * its RSS once ready, its peak RSS (VmHWM) and the push rate, with ratios against the first set
- * (no flags) measured in the same run. Two runs, each in a new order; build the broker first.
+ * (by default, no flags) measured in the same run. Two runs, each in a new order; build the
+ * broker first.
  *
  *   node --import tsx test/bench/broker-memory.bench.ts
  *
  * Environment:
  * - BENCH_FLAG_SETS: flag sets separated by `|` (default: none | the chart's NODE_OPTIONS | the
- *   chart's NODE_OPTIONS and command flag);
+ *   chart's NODE_OPTIONS and command flag); a `NAME=value` word in a set is an environment
+ *   variable of the broker (e.g. `MALLOC_ARENA_MAX=2`), not a flag;
  * - BENCH_FILL: messages pushed per run (default 400,000, as peer.bench.ts).
  * Run only on a quiet machine (no test suite, no helper): the load average is printed.
  */
@@ -43,7 +45,15 @@ function statusMb(pid: number, field: string): number {
 
 async function run(flags: string[]): Promise<Result> {
   const redis = await RedisServer.start();
-  const { child, url } = await startBrokerChild({ redisUrl: redis.url, nodeArguments: flags });
+  const { child, url } = await startBrokerChild({
+    redisUrl: redis.url,
+    nodeArguments: flags.filter((word) => word.startsWith('-')),
+    environment: Object.fromEntries(
+      flags
+        .filter((word) => !word.startsWith('-'))
+        .map((word) => [word.slice(0, word.indexOf('=')), word.slice(word.indexOf('=') + 1)]),
+    ),
+  });
   const pool = new Pool(url, { connections: PRODUCERS });
   try {
     const pid = child.pid as number;
@@ -95,18 +105,19 @@ for (const runIndex of [0, 1]) {
 }
 
 const baseline = results[0] ?? [];
+const setName = (flags: string[]) => (flags.length > 0 ? `\`${flags.join(' ')}\`` : 'none');
 const mb = (value: number) => value.toFixed(1);
 const ratio = (value: number, base: number | undefined) => (base ? `${(value / base).toFixed(2)}x` : '');
 console.log(`(load average ${loadavg()[0]?.toFixed(2)} at the end)`);
 console.log(
-  '| broker flags | run | RSS ready, MB | peak RSS (VmHWM), MB | peak vs none | push msg/s | vs none |',
+  `| broker flags | run | RSS ready, MB | peak RSS (VmHWM), MB | peak vs ${setName(FLAG_SETS[0] ?? [])} | push msg/s | vs ${setName(FLAG_SETS[0] ?? [])} |`,
 );
 console.log('|---|---|---|---|---|---|---|');
 FLAG_SETS.forEach((flags, index) => {
   (results[index] ?? []).forEach((result, runIndex) => {
     const base = baseline[runIndex];
     console.log(
-      `| ${flags.length > 0 ? `\`${flags.join(' ')}\`` : 'none'} | ${runIndex + 1} | ${mb(result.readyMb)} | ` +
+      `| ${setName(flags)} | ${runIndex + 1} | ${mb(result.readyMb)} | ` +
         `${mb(result.peakMb)} | ${ratio(result.peakMb, base?.peakMb)} | ` +
         `${Math.round(result.rate).toLocaleString('en')} | ${ratio(result.rate, base?.rate)} |`,
     );
