@@ -31,3 +31,15 @@ export async function startBrokerChild(options: {
   await waitFor(async () => (await fetch(`${url}/readyz`)).status === 200, { what: 'broker' });
   return { child, url };
 }
+
+/**
+ * The `NAME=value` words of a list as environment variables (BENCH_BROKER_ENV, or the environment
+ * words of a broker-memory.bench.ts set); other words are ignored.
+ */
+export function environmentFromWords(words: readonly string[]): Record<string, string> {
+  return Object.fromEntries(
+    words
+      .filter((word) => word.includes('=') && !word.startsWith('-'))
+      .map((word) => [word.slice(0, word.indexOf('=')), word.slice(word.indexOf('=') + 1)]),
+  );
+}

@@ -19,7 +19,7 @@ import { readFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { RedisServer } from '@herald/testkit';
 import { Pool } from 'undici';
-import { startBrokerChild } from './broker-child.js';
+import { environmentFromWords, startBrokerChild } from './broker-child.js';
 
 const FLAG_SETS = (
   process.env.BENCH_FLAG_SETS ?? '|--max-semi-space-size=8|--max-semi-space-size=8 --heap-growing-percent=50'
@@ -48,11 +48,7 @@ async function run(flags: string[]): Promise<Result> {
   const { child, url } = await startBrokerChild({
     redisUrl: redis.url,
     nodeArguments: flags.filter((word) => word.startsWith('-')),
-    environment: Object.fromEntries(
-      flags
-        .filter((word) => !word.startsWith('-'))
-        .map((word) => [word.slice(0, word.indexOf('=')), word.slice(word.indexOf('=') + 1)]),
-    ),
+    environment: environmentFromWords(flags),
   });
   const pool = new Pool(url, { connections: PRODUCERS });
   try {

@@ -29,7 +29,7 @@ import { RedisServer } from '@herald/testkit';
 import { Queue, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 import { Pool } from 'undici';
-import { startBrokerChild } from './broker-child.js';
+import { environmentFromWords, startBrokerChild } from './broker-child.js';
 
 const CONCURRENCY = 16;
 const CONSUMERS = 8;
@@ -37,12 +37,7 @@ const PAYLOAD = { orderId: 12345, customer: 'c-42', amount: 99.5, items: ['a', '
 
 const ROWS = new Set((process.env.BENCH_ROWS ?? 'health,push,popack,partitions,groups').split(','));
 const brokerArgs = (process.env.BENCH_BROKER_ARGS ?? '').split(' ').filter((arg) => arg !== '');
-const brokerEnvironment = Object.fromEntries(
-  (process.env.BENCH_BROKER_ENV ?? '')
-    .split(' ')
-    .filter((pair) => pair.includes('='))
-    .map((pair) => [pair.slice(0, pair.indexOf('=')), pair.slice(pair.indexOf('=') + 1)]),
-);
+const brokerEnvironment = environmentFromWords((process.env.BENCH_BROKER_ENV ?? '').split(' '));
 
 const redisServer = await RedisServer.start();
 const { child, url: base } = await startBrokerChild({
