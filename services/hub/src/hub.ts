@@ -27,7 +27,12 @@ import { HubLimits } from './limits.js';
 import { createHubMetrics, type HubMetrics } from './metrics.js';
 import { partitionsOfMatchers } from './partitions.js';
 import { PUBLISH_BODY_LIMIT, type PublishDependencies } from './publish.js';
-import type { RegisterOptions, SubscribeDependencies, SubscriberRegistry } from './subscribe.js';
+import {
+  type RegisterOptions,
+  recordStreamEnd,
+  type SubscribeDependencies,
+  type SubscriberRegistry,
+} from './subscribe.js';
 import { type CloseReason, Subscriber, type SubscriberShared } from './subscriber.js';
 import { SubscriberIndex } from './subscriptions.js';
 import type { SubscriptionRecord, Transport } from './transport.js';
@@ -93,7 +98,7 @@ export class Hub implements SubscriberRegistry {
 
   constructor(
     readonly config: HubConfig,
-    private readonly sharedMetrics: Metrics,
+    sharedMetrics: Metrics,
     private readonly app: FastifyInstance,
     options: Pick<HubOptions, 'probeInterval' | 'probeTimeout' | 'clock'>,
   ) {
@@ -121,6 +126,8 @@ export class Hub implements SubscriberRegistry {
       },
       canReceive: (principal, topics) => auth.canReceive(principal, topics),
       onClose: (closed, reason) => this.onSubscriberClosed(closed, reason),
+      onResponseClosed: (closed, statusCode) =>
+        recordStreamEnd(sharedMetrics.httpRequestDuration, app.log, closed, statusCode),
     };
     const log = (level: 'info' | 'warn' | 'error', message: string, details?: object) =>
       app.log[level](details ?? {}, message);
@@ -270,7 +277,6 @@ export class Hub implements SubscriberRegistry {
       topicsField: this.config.MERCURE_TOPICS_FIELD,
       acquireStream: (tenant) => this.limits.acquireStream(tenant),
       onReplayed: (count) => this.metrics.deliveriesTotal.inc(count),
-      requestDuration: this.sharedMetrics.httpRequestDuration,
     };
   }
 
@@ -288,12 +294,13 @@ export class Hub implements SubscriberRegistry {
     const config = this.config;
     const partitions = partitionsOfMatchers(options.matchers, this.transport.partitions);
     const subscriber = new Subscriber({
-      iri: options.iri,
       matchers: options.matchers,
       partitions,
       principal: options.principal,
       topicsField: options.topicsField ?? false,
       response: options.response,
+      requestId: options.requestId,
+      openedAt: options.openedAt,
       shared: this.subscriberShared,
     });
     // Before the snapshot: a partition joined now has its join point in it.

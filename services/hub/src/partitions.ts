@@ -29,6 +29,12 @@ export function partitionsOfTopics(topics: readonly string[], count: number): nu
 }
 
 /**
+ * The list of one partition, shared by every subscriber it is the answer for (most subscriptions
+ * name topics of one partition): 32 bytes of heap per idle subscriber (docs/benchmarks.md).
+ */
+const ONE_PARTITION: (readonly number[])[] = [Object.freeze([0])];
+
+/**
  * The partitions a subscription needs: the partitions of its topics when every matcher is an
  * exact topic, else every partition (`undefined`): a pattern can match a topic of any partition.
  */
@@ -36,11 +42,16 @@ export function partitionsOfMatchers(
   matchers: readonly TopicMatcher[],
   count: number,
 ): readonly number[] | undefined {
-  if (count === 1) return [0];
+  if (count === 1) return ONE_PARTITION[0];
   const partitions = new Set<number>();
   for (const matcher of matchers) {
     if (matcher.matchType !== 'Exact' || matcher.match === '*') return undefined;
     partitions.add(partitionOfTopic(matcher.match, count));
+  }
+  if (partitions.size === 1) {
+    const only = partitions.values().next().value as number;
+    ONE_PARTITION[only] ??= Object.freeze([only]);
+    return ONE_PARTITION[only];
   }
   return [...partitions].sort((a, b) => a - b);
 }

@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import { type ErrorReply, HeraldError, sendError } from '@herald/errors';
 import type { Metrics } from '@herald/metrics';
@@ -20,7 +19,7 @@ import { HUB_PATH } from './identity.js';
 import { tenantOf } from './limits.js';
 import type { Principal } from './principal.js';
 import { queryParameters } from './query.js';
-import { OPENING_COMMENT, SSE_HEADERS } from './sse.js';
+import { flat, OPENING_COMMENT, SSE_HEADERS } from './sse.js';
 import type { Subscriber } from './subscriber.js';
 import type { TopicMatcher } from './topic-matcher.js';
 import type { Transport } from './transport.js';
@@ -38,7 +37,6 @@ export const MAX_PATTERN_BYTES = 4096;
 export const MAX_SUBSCRIPTION_PROGRAM_SIZE = 2000;
 
 export interface RegisterOptions {
-  readonly iri: string;
   readonly matchers: readonly TopicMatcher[];
   readonly principal: Principal | undefined;
   readonly response: ServerResponse;
@@ -46,6 +44,9 @@ export interface RegisterOptions {
   readonly replay: boolean;
   /** Gives back the stream's slot of its tenant's limit, when it closes. */
   readonly releaseSlot?: () => void;
+  /** The subscribe's request id and start (`performance.now()`), for its end (`releaseRequest`). */
+  readonly requestId: string;
+  readonly openedAt: number;
   /** Events carry `topics` fields (MERCURE_TOPICS_FIELD, a `match*` subscription). */
   readonly topicsField?: boolean;
 }
@@ -76,8 +77,6 @@ export interface SubscribeDependencies {
   readonly acquireStream: (tenant: string) => Promise<() => void>;
   /** Counts events written by replays (`mercure_deliveries_total`). */
   readonly onReplayed: (count: number) => void;
-  /** `http_request_duration_seconds`: a stream's sample is taken at its end (`releaseRequest`). */
-  readonly requestDuration: Pick<Metrics['httpRequestDuration'], 'observe'>;
 }
 
 /**
@@ -192,17 +191,18 @@ export async function handleSubscribe(
   const releaseSlot = await dependencies.acquireStream(tenantOf(principal, request));
   reply.hijack();
   const response = reply.raw;
-  releaseRequest(request, reply, dependencies.requestDuration);
+  const openedAt = releaseRequest(reply);
   // Registration and snapshot happen together, synchronously: every update after the snapshot
   // reaches this subscriber live (buffered until the replay is written), every one up to it comes
   // from history. No gap, no duplicate (the reference hub's replay/live race fix).
   const subscriber = subscribers.register({
-    iri: flat(`urn:uuid:${randomUUID()}`),
     matchers,
     principal,
     response,
     replay: cursor !== undefined,
     releaseSlot,
+    requestId: request.id,
+    openedAt,
     // A subscription of the 0.x `topic` parameter alone keeps the 0.x events (upstream's rule).
     topicsField: dependencies.topicsField && query.matchers.some((matcher) => !matcher.legacy),
   });
@@ -237,17 +237,6 @@ export async function handleSubscribe(
 }
 
 /**
- * `text` as one flat string. V8 keeps a string built piece by piece (`+`, a template) as a rope,
- * one 32-byte node per piece, until something flattens it, in place (the rope's nodes are then
- * garbage). Measuring its UTF-8 length does; a call into node's C++ is never dropped as dead
- * code, where an unused `Number(text)` is, once optimized (measured: nothing flattened).
- */
-function flat(text: string): string {
-  Buffer.byteLength(text);
-  return text;
-}
-
-/**
  * Flattens the response head node:http keeps for the stream's whole life (`_header`, built line
  * by line: ~40 rope nodes, 1.3 KB of heap per idle subscriber; docs/benchmarks.md, "Idle
  * subscribers"). A Node without that field is left as it is.
@@ -262,30 +251,36 @@ function flattenHead(response: ServerResponse): void {
  * 1.15 KB of heap per idle subscriber, docs/benchmarks.md). fastify keeps them for the stream's life
  * through its finish/error listener on the response, which at the end runs the onResponse hooks (the
  * `http_request_duration_seconds` sample) and logs "request completed". The stream's close does both
- * itself instead, from the little it keeps: the request id, the start time and the server's logger.
+ * itself instead (`SubscriberShared.onResponseClosed`), from the little the subscriber keeps: the
+ * request id and the start this returns (on `performance.now()`'s clock).
  */
-function releaseRequest(
-  request: FastifyRequest,
-  reply: FastifyReply,
-  requestDuration: SubscribeDependencies['requestDuration'],
-): void {
+function releaseRequest(reply: FastifyReply): number {
   const response = reply.raw;
   for (const event of ['finish', 'error'] as const) {
     for (const listener of response.listeners(event)) {
       if (listener.name === FASTIFY_RESPONSE_LISTENER) response.removeListener(event, listener as () => void);
     }
   }
-  const started = performance.now() - reply.elapsedTime;
-  const { id: reqId, method } = request;
+  return performance.now() - reply.elapsedTime;
+}
+
+/**
+ * What fastify's onResponse hook and its "request completed" log do at a request's end, for a
+ * stream whose response closed: the subscribe route's duration sample and the log line.
+ */
+export function recordStreamEnd(
+  requestDuration: Pick<Metrics['httpRequestDuration'], 'observe'>,
+  log: FastifyBaseLogger,
+  stream: { readonly requestId: string; readonly openedAt: number },
+  statusCode: number,
+): void {
+  const responseTime = performance.now() - stream.openedAt;
   // The label the metrics plugin gives this route (never the URL: it carries the query).
-  const route = request.routeOptions.url ?? HUB_PATH;
-  const log = request.server.log;
-  response.once('close', () => {
-    const responseTime = performance.now() - started;
-    const statusCode = response.statusCode;
-    requestDuration.observe({ method, route, status_code: String(statusCode) }, responseTime / 1000);
-    log.info({ reqId, res: { statusCode }, responseTime }, 'request completed');
-  });
+  requestDuration.observe(
+    { method: 'GET', route: HUB_PATH, status_code: String(statusCode) },
+    responseTime / 1000,
+  );
+  log.info({ reqId: stream.requestId, res: { statusCode }, responseTime }, 'request completed');
 }
 
 /** The name of fastify 5's per-reply listener (lib/reply.js, setupResponseListeners). */

@@ -1,9 +1,18 @@
+import { randomUUID } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Clock } from '@herald/redis';
 import { takesCopy } from './partitions.js';
 import type { Principal } from './principal.js';
-import { eventFrame, eventFrameWithTopics, type Frame, formatEvent, frameOf, HEARTBEAT } from './sse.js';
+import {
+  eventFrame,
+  eventFrameWithTopics,
+  type Frame,
+  flat,
+  formatEvent,
+  frameOf,
+  HEARTBEAT,
+} from './sse.js';
 import type { TopicMatcher } from './topic-matcher.js';
 import { type Cursor, comparePositions, isCovered, type StoredUpdate } from './update.js';
 
@@ -36,11 +45,16 @@ export interface SubscriberShared {
   /** Decides delivery of private updates against a token's current claims (auth.md, subscribers). */
   canReceive(principal: Principal, topics: readonly string[]): boolean;
   onClose(subscriber: Subscriber, reason: CloseReason): void;
+  /**
+   * The stream's response closed (whoever ended it): what fastify's onResponse hook and its
+   * "request completed" log would do at a request's end (subscribe.ts, `releaseRequest`).
+   */
+  onResponseClosed(subscriber: Subscriber, statusCode: number): void;
 }
 
 export interface SubscriberOptions {
-  /** One IRI per connection (`urn:uuid:…`), the `subscriber` of subscription events. */
-  readonly iri: string;
+  /** The connection's IRI, when given (tests); else a `urn:uuid:` made when first asked for. */
+  readonly iri?: string;
   readonly matchers: readonly TopicMatcher[];
   /** The topic partitions it needs (undefined: all; docs/hub.md, topic partitions). */
   readonly partitions?: readonly number[] | undefined;
@@ -53,6 +67,10 @@ export interface SubscriberOptions {
    */
   readonly topicsField?: boolean;
   readonly response: ServerResponse;
+  /** The request id of the subscribe, for the log line at the stream's end. */
+  readonly requestId: string;
+  /** When the subscribe request started, on `performance.now()`'s clock. */
+  readonly openedAt: number;
   readonly shared: SubscriberShared;
 }
 
@@ -77,10 +95,12 @@ function uncorkAll(): void {
  * `false`, so without this cap a non-reading client piles up megabytes.
  */
 export class Subscriber {
-  readonly iri: string;
+  private iriText: string | undefined;
   readonly matchers: readonly TopicMatcher[];
   readonly partitions: readonly number[] | undefined;
   readonly principal: Principal | undefined;
+  readonly requestId: string;
+  readonly openedAt: number;
   private readonly response: ServerResponse;
   private readonly shared: SubscriberShared;
   private readonly topicsField: boolean;
@@ -110,20 +130,37 @@ export class Subscriber {
   closed = false;
   deliveries = 0;
 
+  /**
+   * One IRI per connection (`urn:uuid:…`), the `subscriber` of subscription events and of log
+   * lines. Made when first asked for: an idle stream of a hub without subscription events never
+   * needs it (64 bytes of heap per idle subscriber, docs/benchmarks.md).
+   */
+  get iri(): string {
+    this.iriText ??= flat(`urn:uuid:${randomUUID()}`);
+    return this.iriText;
+  }
+
   private get clock(): Clock {
     return this.shared.clock;
   }
 
   constructor(options: SubscriberOptions) {
-    this.iri = options.iri;
+    this.iriText = options.iri;
     this.matchers = options.matchers;
     this.partitions = options.partitions;
     this.principal = options.principal;
     this.response = options.response;
+    this.requestId = options.requestId;
+    this.openedAt = options.openedAt;
     this.shared = options.shared;
     this.lastWriteAt = options.shared.clock.now();
     this.topicsField = options.topicsField ?? false;
-    this.response.on('close', () => this.close('client'));
+    // The stream's one close listener (each listener is a closure and a context: heap per idle
+    // subscriber, docs/benchmarks.md, "Idle subscribers").
+    this.response.on('close', () => {
+      this.close('client');
+      this.shared.onResponseClosed(this, this.response.statusCode);
+    });
   }
 
   /** Whether some matcher of this subscription matches some topic of the update. */

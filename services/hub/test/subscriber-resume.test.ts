@@ -36,11 +36,14 @@ function subscriberOn(response: ServerResponse): Subscriber {
     matchers: [{ matchType: 'Exact', match: TOPIC, matches: (topic: string) => topic === TOPIC }],
     principal: undefined,
     response,
+    requestId: 'resume',
+    openedAt: 0,
     shared: {
       limits: { maxQueueBytes: 1 << 20, maxQueueEvents: 1000, dispatchTimeout: 1000 },
       clock: new KeyClock(0),
       canReceive: () => false,
       onClose: () => undefined,
+      onResponseClosed: () => undefined,
     },
   });
 }
