@@ -20,6 +20,10 @@
  *   are connected and the node settled, HUB_SCALE_UPDATES updates (default 100, at 20 per second)
  *   go to that topic, each carrying its send time; every sample subscriber reports what it got.
  * - HUB_SCALE_HUB_ARGS: Node flags for the hub nodes, separated by spaces (default none).
+ * - RSS per subscriber two ways: from before the first to after the last (÷ all of them), and
+ *   the marginal cost, from a third held to all held: the first counts what the node grows
+ *   once under load (V8's young generation grows to tens of MB while connections arrive), the
+ *   second only what each further subscriber adds.
  * Run it on a quiet machine (no test suite or helper): the load average is printed.
  */
 import { type ChildProcess, fork } from 'node:child_process';
@@ -211,6 +215,8 @@ interface Figures {
   held: number;
   acceptSeconds: number;
   rssPerSubscriber: number;
+  /** RSS added per subscriber from a third held to all held. */
+  rssMarginal: number;
   rssMb: number;
   delivered: number;
   expected: number;
@@ -248,13 +254,29 @@ async function run(target: Target, perNode: number): Promise<Figures> {
     }
   }
   try {
-    const before = await Promise.all(target.nodes.map((node) => settledRss(node.pid)));
-    const started = performance.now();
-    await Promise.all(jobs.map(({ client, job }) => ask(client, { type: 'open', job }, 'opened')));
-    const acceptSeconds = (performance.now() - started) / 1000;
-    const after = await Promise.all(target.nodes.map((node) => settledRss(node.pid)));
+    const rss = () => Promise.all(target.nodes.map((node) => settledRss(node.pid)));
+    /** Opens the jobs' connections from `from` (a fraction of each job) up to `to`; seconds taken. */
+    const open = async (from: number, to: number) => {
+      const started = performance.now();
+      await Promise.all(
+        jobs.map(({ client, job }) => {
+          const first = Math.floor(job.count * from);
+          const count = Math.floor(job.count * to) - first;
+          const samples = Math.max(0, Math.min(job.samples - first, count));
+          return ask(client, { type: 'open', job: { ...job, count, samples } }, 'opened');
+        }),
+      );
+      return (performance.now() - started) / 1000;
+    };
+    const before = await rss();
+    let acceptSeconds = await open(0, 1 / 3);
+    const third = await rss();
+    acceptSeconds += await open(1 / 3, 1);
+    const after = await rss();
+    const heldAtThird = jobs.reduce((sum, { job }) => sum + Math.floor(job.count / 3), 0);
     const held = perNode * target.nodes.length;
-    const grown = after.reduce((sum, rss, index) => sum + rss - (before[index] as number), 0);
+    const grown = after.reduce((sum, value, index) => sum + value - (before[index] as number), 0);
+    const grownSinceThird = after.reduce((sum, value, index) => sum + value - (third[index] as number), 0);
     for (let update = 0; update < UPDATES; update++) {
       await target.publish(String(performance.timeOrigin + performance.now()));
       await sleep(1000 / UPDATES_PER_SECOND);
@@ -271,7 +293,8 @@ async function run(target: Target, perNode: number): Promise<Figures> {
       held,
       acceptSeconds,
       rssPerSubscriber: grown / held,
-      rssMb: after.reduce((sum, rss) => sum + rss, 0) / 2 ** 20,
+      rssMarginal: grownSinceThird / (held - heldAtThird),
+      rssMb: after.reduce((sum, value) => sum + value, 0) / 2 ** 20,
       delivered: delays.length,
       expected: samples * UPDATES,
       p50: at(0.5),
@@ -368,6 +391,12 @@ async function main(): Promise<void> {
         hubFigures.rssPerSubscriber.toFixed(0),
         baselineFigures.rssPerSubscriber.toFixed(0),
         `${(hubFigures.rssPerSubscriber / baselineFigures.rssPerSubscriber).toFixed(2)}×`,
+      ],
+      [
+        'RSS per subscriber, marginal: from a third held to all (bytes)',
+        hubFigures.rssMarginal.toFixed(0),
+        baselineFigures.rssMarginal.toFixed(0),
+        `${(hubFigures.rssMarginal / baselineFigures.rssMarginal).toFixed(2)}×`,
       ],
       [
         'RSS of the node(s) holding them (MB)',
