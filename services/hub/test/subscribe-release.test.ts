@@ -83,3 +83,31 @@ test("an open stream lets fastify's Request go; its end records one duration sam
     await hub.close();
   }
 });
+
+test("a stream's end logs 'request completed' with its request id and status, once", async () => {
+  const hub = await startTestHub('memory', { MERCURE_ANONYMOUS: '1', MERCURE_HEARTBEAT: '0' });
+  const completed: { reqId?: unknown; res?: { statusCode?: unknown } }[] = [];
+  const log = hub.server.app.log;
+  const info = log.info;
+  // The hub logs through the server's logger, whose level here is 'silent': record the calls.
+  log.info = ((details: unknown, message?: unknown) => {
+    if (message === 'request completed') completed.push(details as (typeof completed)[number]);
+  }) as typeof log.info;
+  try {
+    const stream = await SseStream.open(subscribeUrl(hub.url, [['match', TOPIC]]), {
+      'x-request-id': 'stream-end-1',
+    });
+    assert.equal(stream.status, 200, stream.body);
+    assert.equal(stream.headers['x-request-id'], 'stream-end-1');
+    assert.equal(completed.length, 0, 'nothing is logged while the stream is open');
+    stream.close();
+    await waitFor(() => completed.length > 0);
+    await turn();
+    assert.equal(completed.length, 1, 'one line per stream');
+    assert.equal(completed[0]?.reqId, 'stream-end-1');
+    assert.equal(completed[0]?.res?.statusCode, 200);
+  } finally {
+    log.info = info;
+    await hub.close();
+  }
+});
