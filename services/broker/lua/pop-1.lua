@@ -1,12 +1,18 @@
 --[[
   Leases up to `batch` messages of one queue for one consumer group.
-  KEYS[1]   base: <prefix>{<queue>}: (every key the script touches is this text plus a suffix)
+  KEYS[1]   base: <prefix>{<queue>}: (every other key the script touches is this text plus a suffix)
+  KEYS[2..] leaseIndex: the lease index key (`<prefix>lease:<leaseId>`, queue-store.ts), given
+            where every key lives on one server, absent on Redis Cluster (it is in another slot
+            than the queue's keys: the node writes it there). Written here, a pop's lease is
+            indexed in the same call: one round trip per pop, not two.
   ARGV[1]   group: the consumer group (URI-encoded)
   ARGV[2]   partition: the partition (URI-encoded), '' for any partition
   ARGV[3]   batch: global cap on delivered messages
   ARGV[4]   maxPartitions: partitions one call may lease (wildcard pop)
   ARGV[5]   leaseId: the lease id for this pop (chosen by the node)
   ARGV[6]   start: subscription start for a new group: '0-0' (all) or a position ('<ms-1>-<max>')
+  ARGV[7]   queue: the queue's name (the lease index's value)
+  ARGV[8]   indexGrace: how long the lease index outlives the lease (ms)
   Returns { nextReadyAt, { partition, partitionId, leaseId, expiresAt, { streamId, messageId,
   transactionId, traceId, data, producerSub, retryCount, ... } }... }: each leased partition's
   messages as one flat list, 7 entries per message (a table per message cost Redis a tenth of the
@@ -14,7 +20,8 @@
   tells a parked long-poll when a delayed, retried or leased partition becomes poppable.
   Resend-safe: per request id (shared/redis/README.md). The node picks the lease id before the
   call, so a second run with the same ARGV finds `lease:<leaseId>` already holding partitions and
-  answers the messages the first run leased, without leasing again or counting an attempt.
+  answers the messages the first run leased, without leasing again or counting an attempt
+  (the lease index is set again to the same value and expiry: a SET, the same after any number).
 ]]
 --@include advance
 --@include ckey
@@ -33,6 +40,7 @@ local base, g, only = KEYS[1], ARGV[1], ARGV[2]
 local batch = tonumber(ARGV[3])
 local max_partitions = tonumber(ARGV[4])
 local lease_id = ARGV[5]
+local index_key, queue_name, index_grace = KEYS[2], ARGV[7], tonumber(ARGV[8])
 local now = now_ms()
 local cfg = queue_config(base)
 local ready = base .. 'ready:' .. g
@@ -66,6 +74,16 @@ local function next_ready()
   return '0'
 end
 
+-- The answer, with the lease indexed when the node gave its key (KEYS[2]). Every leased row
+-- of one pop expires together (now + leaseTime when it was taken).
+local function answer(out)
+  if index_key and #out > 0 then
+    local exp = tonumber(out[1][4])
+    redis.call('SET', index_key, queue_name, 'PX', math.max(1000, exp - now + index_grace))
+  end
+  return { next_ready(), out }
+end
+
 -- A resend (the first run's reply was lost): rebuild the first run's answer from the lease it
 -- took. Its batch is every entry after pos up to `upto` not resolved ahead of pos (exactly what
 -- the first run picked: nothing can be acked under a lease id nobody has received yet).
@@ -85,7 +103,7 @@ if #held > 0 then
       if #picked > 0 then out[#out + 1] = leased_row(p, tonumber(st[2]), picked) end
     end
   end
-  return { next_ready(), out }
+  return answer(out)
 end
 
 if create_group(base, g, ARGV[6]) then
@@ -188,4 +206,4 @@ for _, p in ipairs(candidates) do
   end
 end
 
-return { next_ready(), out }
+return answer(out)

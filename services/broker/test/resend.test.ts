@@ -84,6 +84,10 @@ describe('broker scripts under a lost reply (redis)', () => {
         ['c', 0],
       ],
     );
+    // The lease index came with the pop (its script writes it on standalone): the lease extends.
+    const leaseId = popped.body.messages[0].leaseId;
+    const extended = await api.call('POST', `/api/v1/lease/${leaseId}/extend`, { seconds: 120 });
+    assert.equal(extended.body[0].success, true, JSON.stringify(extended.body));
     const acks = await api.ackBatch({
       acknowledgments: popped.body.messages.map((m: any) => ({
         transactionId: m.transactionId,

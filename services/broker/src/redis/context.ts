@@ -62,8 +62,11 @@ const REPLICATED_SCRIPTS = new Set([
   'txn-decide',
 ]);
 
-/** Scripts taking one key per queue they touch: their file name gives the least number. */
-const KEYS_PER_QUEUE = new Set(['transaction', 'streams-cycle', 'txn-prepare', 'txn-apply', 'txn-abort']);
+/**
+ * Scripts taking more keys than their file name says, which gives the least number: one per queue
+ * they touch, or (pop) the lease index where every key lives on one server.
+ */
+const EXTRA_KEYS = new Set(['transaction', 'streams-cycle', 'txn-prepare', 'txn-apply', 'txn-abort', 'pop']);
 
 /**
  * By default a request's Redis command is refused after this long without a reply (at once while
@@ -191,7 +194,7 @@ export class RedisBackend {
         throw new Error(`script ${name}: keys in more than one slot (${[...tags].join(', ')})`);
     }
     const declared =
-      KEYS_PER_QUEUE.has(name) && keys.length > script.numberOfKeys
+      EXTRA_KEYS.has(name) && keys.length > script.numberOfKeys
         ? { ...script, numberOfKeys: keys.length }
         : script;
     if (this.replicatedWrites && REPLICATED_SCRIPTS.has(name)) {

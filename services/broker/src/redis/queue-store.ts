@@ -113,9 +113,13 @@ export class RedisQueueStore implements QueueStore {
       request.subscription.mode === 'all'
         ? '0-0'
         : positionBefore(request.subscription.mode === 'new' ? backend.clock.now() : request.subscription.at);
+    // Lease extension names only the lease: this index finds its queue (and expires). Where all
+    // keys live on one server the pop script writes it; on Redis Cluster it is in another slot.
+    const indexKey = backend.key('lease', request.leaseId);
+    const indexedByScript = !backend.oneSlot;
     const reply = await backend.run<[string, [string, string, string, string, Reply[]][]]>(
       'pop',
-      [base],
+      indexedByScript ? [base, indexKey] : [base],
       [
         encode(request.group),
         request.partition === undefined ? '' : encode(request.partition),
@@ -123,6 +127,8 @@ export class RedisQueueStore implements QueueStore {
         request.maxPartitions,
         request.leaseId,
         start,
+        request.queue,
+        LEASE_INDEX_GRACE_MS,
       ],
     );
     const partitions = reply[1].map(([partition, partitionId, leaseId, expiresAt, flat]) => {
@@ -152,10 +158,9 @@ export class RedisQueueStore implements QueueStore {
       };
     });
     const first = partitions[0];
-    if (first) {
-      // Lease extension names only the lease: this index finds its queue (and expires).
+    if (first && !indexedByScript) {
       await backend.redis.set(
-        backend.key('lease', first.leaseId),
+        indexKey,
         request.queue,
         'PX',
         Math.max(1000, first.leaseExpiresAt - backend.clock.now() + LEASE_INDEX_GRACE_MS),
