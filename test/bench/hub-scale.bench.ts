@@ -255,13 +255,15 @@ async function run(target: Target, perNode: number): Promise<Figures> {
   }
   try {
     const rss = () => Promise.all(target.nodes.map((node) => settledRss(node.pid)));
-    /** Opens the jobs' connections from `from` (a fraction of each job) up to `to`; seconds taken. */
-    const open = async (from: number, to: number) => {
+    /** Each job's connections opened in the first phase: a third of them. */
+    const third = (job: Job) => Math.floor(job.count / 3);
+    /** Opens each job's first third (`rest` false) or the rest; seconds taken. */
+    const open = async (rest: boolean) => {
       const started = performance.now();
       await Promise.all(
         jobs.map(({ client, job }) => {
-          const first = Math.floor(job.count * from);
-          const count = Math.floor(job.count * to) - first;
+          const first = rest ? third(job) : 0;
+          const count = rest ? job.count - first : third(job);
           const samples = Math.max(0, Math.min(job.samples - first, count));
           return ask(client, { type: 'open', job: { ...job, count, samples } }, 'opened');
         }),
@@ -269,14 +271,14 @@ async function run(target: Target, perNode: number): Promise<Figures> {
       return (performance.now() - started) / 1000;
     };
     const before = await rss();
-    let acceptSeconds = await open(0, 1 / 3);
-    const third = await rss();
-    acceptSeconds += await open(1 / 3, 1);
+    let acceptSeconds = await open(false);
+    const atThird = await rss();
+    acceptSeconds += await open(true);
     const after = await rss();
-    const heldAtThird = jobs.reduce((sum, { job }) => sum + Math.floor(job.count / 3), 0);
+    const heldAtThird = jobs.reduce((sum, { job }) => sum + third(job), 0);
     const held = perNode * target.nodes.length;
     const grown = after.reduce((sum, value, index) => sum + value - (before[index] as number), 0);
-    const grownSinceThird = after.reduce((sum, value, index) => sum + value - (third[index] as number), 0);
+    const grownSinceThird = after.reduce((sum, value, index) => sum + value - (atThird[index] as number), 0);
     for (let update = 0; update < UPDATES; update++) {
       await target.publish(String(performance.timeOrigin + performance.now()));
       await sleep(1000 / UPDATES_PER_SECOND);
