@@ -6,13 +6,14 @@
             leaseId ('' = no lease check), error, count, then count transactionIds (a batch of
             100 acks of one lease is 106 arguments, not 600: each argument costs Redis a string
             to read and Lua a string to build)
-  Returns { per ack { success (1/0), error or '', leaseReleased (1/0), dlq (1/0), repeat (1/0) },
-  intents } (intents: how many completions the queue's bridge recorded, includes/outbox.lua).
+  Returns { per ack its refusal (a string) or 1 + 2 leaseReleased + 4 dlq + 8 repeat, intents }
+  (intents: how many completions the queue's bridge recorded, includes/outbox.lua).
   Resend-safe: per request id (shared/redis/README.md). An ack already applied is answered again
   as a success flagged repeat without being applied twice (under a lease: the answer recorded in
-  la:<leaseId>; without one: a resolved message repeats a completed/success ack). A repeat changes
-  no state, so a resent batch never moves pos again (whole lease or not:
-  services/broker/test/ack-whole-lease.test.ts applies one twice), and records no outbox intent.
+  la:<leaseId>, includes/lease-answers.lua; without one: a resolved message repeats a
+  completed/success ack). A repeat changes no state, so a resent batch never moves pos again
+  (whole lease or not: services/broker/test/ack-whole-lease.test.ts applies one twice), and
+  records no outbox intent.
 ]]
 --@include ack-many
 --@include clock

@@ -174,6 +174,60 @@ for (const backend of BACKENDS) {
       assert.equal((await suite.api.pop(source)).status, 204);
     });
 
+    test('a whole lease acked with one answer: every retry of it is a repeat, whatever its transaction ids hold', async () => {
+      // Such a batch's answers are kept as one record (lua/includes/lease-answers.lua) that
+      // lists the transaction ids by length: ids with newlines and digits must not blur.
+      const queue = await suite.queue('repeat-record');
+      const ids = ['1\n2', '12', '*x', 'a\nb\nc', '2\n', 'plain'];
+      await suite.api.push(ids.map((transactionId) => ({ queue, payload: transactionId, transactionId })));
+      const popped = (await suite.api.pop(queue, `batch=${ids.length}`)).body;
+      assert.deepEqual(
+        popped.messages.map((m: { transactionId: string }) => m.transactionId),
+        ids,
+      );
+      await suite.api.push([{ queue, payload: 'later', transactionId: '2' }]);
+      const acks = ids.map((transactionId) => ({
+        transactionId,
+        partitionId: popped.partitionId,
+        leaseId: popped.leaseId,
+        status: 'completed',
+      }));
+      const first = await suite.api.ackBatch({ acknowledgments: acks });
+      assert.deepEqual(
+        first.body.map((r: any) => [r.success, r.repeat]),
+        ids.map(() => [true, false]),
+      );
+      for (const ack of acks) {
+        const single = await suite.api.ack(ack);
+        assert.deepEqual(
+          [single.body[0].success, single.body[0].error, single.body[0].repeat],
+          [true, null, true],
+          JSON.stringify(ack.transactionId),
+        );
+      }
+      const again = await suite.api.ackBatch({ acknowledgments: acks });
+      assert.deepEqual(
+        again.body.map((r: any) => [r.success, r.repeat]),
+        ids.map(() => [true, true]),
+      );
+      const conflicting = await suite.api.ack({ ...acks[1], status: 'failed' });
+      assert.deepEqual(
+        [conflicting.body[0].success, conflicting.body[0].error],
+        [false, 'Message already acknowledged'],
+      );
+      // A message the lease never held is no repeat of it.
+      const outside = await suite.api.ack({ ...acks[0], transactionId: '2' });
+      assert.deepEqual(
+        [outside.body[0].success, outside.body[0].error, outside.body[0].repeat],
+        [false, 'Invalid or expired lease', false],
+      );
+      const next = await suite.api.pop(queue, 'batch=10');
+      assert.deepEqual(
+        next.body.messages.map((m: { transactionId: string }) => m.transactionId),
+        ['2'],
+      );
+    });
+
     test('a stale lease is still refused, and a conflicting second answer too', async () => {
       const queue = await suite.queue('repeat-stale');
       const message = await popOne(queue, 3);

@@ -20,6 +20,30 @@ const PUSHED = 12;
 const LEASED = 10;
 const txn = (n: number) => `t${n}`;
 
+/**
+ * The answers recorded under a lease, one per message: a batch that released the lease leaves
+ * them as one record per partition (lua/includes/lease-answers.lua), a split batch partly as
+ * one field per ack; the answers are what must match.
+ */
+function answersPerMessage(hash: Record<string, string>): Record<string, string> {
+  const answers: Record<string, string> = {};
+  for (const [field, value] of Object.entries(hash)) {
+    if (!field.startsWith('*')) {
+      answers[field] = value;
+      continue;
+    }
+    const head = value.indexOf('\n');
+    let at = head + 1;
+    while (at < value.length) {
+      const newline = value.indexOf('\n', at);
+      const length = Number(value.slice(at, newline));
+      answers[`${field.slice(1)}\n${value.slice(newline + 1, newline + 1 + length)}`] = value.slice(0, head);
+      at = newline + 1 + length;
+    }
+  }
+  return Object.fromEntries(Object.entries(answers).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+}
+
 /** One ack of a step: a message, its status, whether it names the lease (false: no lease check). */
 interface Ack {
   message: number;
@@ -164,7 +188,7 @@ describe('ack of a whole lease (redis)', () => {
       resolvedAhead: names(await redis.smembers(`${base}a:${PARTITION}:${QUEUE_MODE}`)),
       answered: names(await redis.smembers(`${base}r:${PARTITION}:${QUEUE_MODE}`)),
       retryCounts,
-      answers: await redis.hgetall(`${base}la:lease-1`),
+      answers: answersPerMessage(await redis.hgetall(`${base}la:lease-1`)),
       stats: await redis.hgetall(`${base}stats`),
       ready: await redis.zrange(`${base}ready:${QUEUE_MODE}`, 0, -1),
       leases: await redis.zrange(`${base}leases`, 0, -1),
@@ -312,6 +336,25 @@ describe('ack of a whole lease (redis)', () => {
     assert.deepEqual(without.delivered, withRecord.delivered);
     const { from: _absent, ...rest } = withRecord.state.consumer;
     assert.deepEqual(without.state, { ...withRecord.state, consumer: rest });
+  });
+
+  test('the answers a batch leaves: one record where it released the lease with one answer, else a field per ack', async () => {
+    const kept = async (steps: Ack[][]) => {
+      const { partitionId, base } = await leasedQueue();
+      for (const acks of steps) await storage.queues.ack(ackInputs(partitionId, 'lease-1', acks));
+      return Object.keys(await redis.hgetall(`${base}la:lease-1`)).sort();
+    };
+    const fields = (from: number, to: number) =>
+      range(from, to).map(({ message }) => `${PARTITION}\n${txn(message)}`);
+    assert.deepEqual(await kept([range(0, 9)]), [`*${PARTITION}`], 'the whole lease, completed');
+    assert.deepEqual(
+      await kept([range(0, 4), range(5, 9)]),
+      [`*${PARTITION}`, ...fields(0, 4)].sort(),
+      'the batch that released it',
+    );
+    const mixed = range(0, 9).map((ack) => (ack.message === 3 ? { ...ack, status: 'failed' as const } : ack));
+    assert.deepEqual(await kept([mixed]), fields(0, 9).sort(), 'two answers: a field per ack');
+    assert.deepEqual(await kept([range(0, 8)]), fields(0, 8).sort(), 'the lease still held: a field per ack');
   });
 
   test('resend: the same whole-lease ack batch applied twice answers repeats and changes nothing', async () => {

@@ -8,6 +8,7 @@
 --@include dead-letter
 --@include fail-attempt
 --@include id-numbers
+--@include lease-answers
 --@include message-fields
 --@include outbox
 --@include position
@@ -32,7 +33,8 @@ local ANSWERS = {
   cost of pop+ack in the profile). Resolved ids that pos moves over never enter the a: set;
   the a: and r: sets are only read when they were not empty before the batch; each acked id
   is parsed once (id_numbers). acks: list of {p, g, txn, status, lease, err}. Returns per ack
-  { ok (1/0), error or '', leaseReleased (1/0), dlq (1/0), repeat (1/0) }.
+  its refusal (a string), or a number: 1 + 2 leaseReleased + 4 dlq + 8 repeat (one value per
+  ack for Redis to write and the node to read, not a table of five).
 ]]
 local function ack_many(base, acks, cfg, now)
   local out = {}
@@ -54,29 +56,56 @@ local function ack_many(base, acks, cfg, now)
   end
 
   local states, order, trims = {}, {}, {}
-  -- Answers under each lease: read with one HMGET per lease (an HGET per ack was the most
-  -- frequent call of an ack batch), none for a lease's first batch (no la: key yet: every
-  -- answer is absent), updated in memory as the batch applies, written once per lease.
-  local memos, memo_writes, memo_order = {}, {}, {}
-  local memo_fields, ack_fields = {}, {}
+  -- Answers under each lease (lease-answers.lua): read with one HMGET per lease (an HGET per
+  -- ack was the most frequent call of an ack batch), none for a lease's first batch (no la:
+  -- key yet: every answer is absent). recorded[lease]: field -> answer, and per partition its
+  -- record (parsed when first needed). This batch's answers: given[lease][p][txn], written once
+  -- per (lease, partition) after the batch.
+  local recorded, given, given_order = {}, {}, {}
+  local lease_acks = {}
   for i, a in ipairs(acks) do
     if a.lease ~= '' then
-      local list = memo_fields[a.lease]
-      if not list then list = {}; memo_fields[a.lease] = list end
-      local field = answer_field(a.p, a.txn)
-      list[#list + 1] = field
-      ack_fields[i] = field
+      local list = lease_acks[a.lease]
+      if not list then list = {}; lease_acks[a.lease] = list end
+      list[#list + 1] = a
     end
   end
-  for lease, fields in pairs(memo_fields) do
-    local answers = {}
+  for lease, list in pairs(lease_acks) do
+    given[lease] = {}
     if redis.call('EXISTS', base .. 'la:' .. lease) == 1 then
+      local fields, parts = {}, {}
+      for _, a in ipairs(list) do
+        fields[#fields + 1] = answer_field(a.p, a.txn)
+        if not parts[a.p] then
+          parts[a.p] = true
+          fields[#fields + 1] = record_field(a.p)
+        end
+      end
+      local answers, records = {}, {}
       for s = 1, #fields, 1000 do
         local values = redis.call('HMGET', base .. 'la:' .. lease, unpack(fields, s, math.min(s + 999, #fields)))
         for j, v in ipairs(values) do answers[fields[s + j - 1]] = v end
       end
+      for p in pairs(parts) do records[p] = answers[record_field(p)] end
+      recorded[lease] = { answers = answers, records = records }
     end
-    memos[lease] = answers
+  end
+  -- The answer recorded under a.lease for a's message, in this batch or before it (false: none).
+  local function memo_of(a)
+    local now_given = given[a.lease][a.p]
+    if now_given and now_given.answers[a.txn] then return now_given.answers[a.txn] end
+    local r = recorded[a.lease]
+    if not r then return false end
+    local answer = r.answers[answer_field(a.p, a.txn)]
+    if answer then return answer end
+    local kept = r.records[a.p]
+    if not kept then return false end
+    if type(kept) == 'string' then
+      local record_answer, members = record_members(kept)
+      kept = { answer = record_answer, members = members }
+      r.records[a.p] = kept
+    end
+    return kept.members[a.txn] and kept.answer or false
   end
   local function state_of(p, g)
     local key = p .. '\n' .. g
@@ -106,9 +135,8 @@ local function ack_many(base, acks, cfg, now)
   local last_p, last_g, last_st
   for i, a in ipairs(acks) do
     local d = dedup[a.p][a.txn]
-    local field = ack_fields[i]
     local memo = false
-    if a.lease ~= '' then memo = memos[a.lease][field] end
+    if a.lease ~= '' then memo = memo_of(a) end
     -- Retention may have removed the message since the answer was recorded; a partition that
     -- is gone (its queue deleted) has no messages to answer for (as check_ack).
     if not d and memo and redis.call('HEXISTS', base .. 'parts', a.p) == 0 then memo = false end
@@ -129,7 +157,7 @@ local function ack_many(base, acks, cfg, now)
     end
     local verdict = ack_verdict(a.lease, a.status, memo, d, resolved, st and st.lease, st and st.exp, now)
     if verdict then
-      out[i] = verdict
+      if verdict[1] == 0 then out[i] = verdict[2] else out[i] = 1 + 4 * verdict[4] + 8 * verdict[5] end
     else
       local had_lease = st.lease
       st.applied = true
@@ -188,17 +216,18 @@ local function ack_many(base, acks, cfg, now)
       if not trims[a.p] or created < trims[a.p] then trims[a.p] = created end
       if a.lease ~= '' then
         local answer = ANSWERS[ack_class(a.status)][dlq]
-        memos[a.lease][field] = answer
-        local w = memo_writes[a.lease]
+        local w = given[a.lease][a.p]
         if not w then
-          w = { fields = {} }
-          memo_writes[a.lease] = w
-          memo_order[#memo_order + 1] = a.lease
+          w = { lease = a.lease, p = a.p, answers = {}, txns = {}, answer = answer }
+          given[a.lease][a.p] = w
+          given_order[#given_order + 1] = w
         end
-        w.fields[#w.fields + 1] = field
-        w.fields[#w.fields + 1] = answer
+        w.answers[a.txn] = answer
+        w.txns[#w.txns + 1] = a.txn
+        if w.answer ~= answer then w.answer = false end
+        if released == 1 then w.released = true end
       end
-      out[i] = { 1, '', released, dlq, 0 }
+      out[i] = 1 + 2 * released + 4 * dlq
     end
   end
 
@@ -223,10 +252,28 @@ local function ack_many(base, acks, cfg, now)
     if st.lease then call_chunked('SADD', st.rset, st.rids) end
     if st.reschedule then reschedule(base, st.p, st.g, now) end
   end
-  for _, lease in ipairs(memo_order) do
-    local w = memo_writes[lease]
-    call_chunked('HSET', base .. 'la:' .. lease, w.fields)
-    redis.call('PEXPIRE', base .. 'la:' .. lease, ANSWER_MEMORY_MS)
+  -- A batch that released the lease's hold on a partition with one answer for all its acks
+  -- there leaves one record; any other leaves a field per ack. Nothing applied under the lease
+  -- can follow a release on that partition, so no record is written twice.
+  for _, w in ipairs(given_order) do
+    local la = base .. 'la:' .. w.lease
+    if w.released and w.answer then
+      local parts = { w.answer, '\n' }
+      for _, txn in ipairs(w.txns) do
+        parts[#parts + 1] = #txn
+        parts[#parts + 1] = '\n'
+        parts[#parts + 1] = txn
+      end
+      redis.call('HSET', la, record_field(w.p), table.concat(parts))
+    else
+      local fields = {}
+      for _, txn in ipairs(w.txns) do
+        fields[#fields + 1] = answer_field(w.p, txn)
+        fields[#fields + 1] = w.answers[txn]
+      end
+      call_chunked('HSET', la, fields)
+    end
+    redis.call('PEXPIRE', la, ANSWER_MEMORY_MS)
   end
   -- A position moved by an ack frees what a lease held from deletion by age: a partition
   -- retention looks at later is brought forward to now (XX: only one with something to look at).

@@ -6,13 +6,6 @@ local function ack_class(status)
   return 'failed'
 end
 
--- The field of an ack's answer under its lease: the message as the client names it
--- (partition id, transactionId), so a retry is recognised even after retention removed the
--- message (completedRetentionSeconds 0).
-local function answer_field(p, txn)
-  return p .. '\n' .. txn
-end
-
 --[[
   Whether an ack repeats one already applied (a client retry, or ioredis resending a script
   whose reply was lost). Returns false when it does not, else err (nil: a repeat, answered as

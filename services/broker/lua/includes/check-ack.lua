@@ -1,12 +1,19 @@
 --@include ack-verdict
 --@include ckey
 --@include id-cmp
+--@include lease-answers
 --@include position
 
 -- The answer recorded under lease for the ack of (p, txn) (false if none): 'done:0', 'failed:1'...
 local function ack_memo(base, lease, p, txn)
   if lease == '' then return false end
-  return redis.call('HGET', base .. 'la:' .. lease, answer_field(p, txn))
+  local v = redis.call('HMGET', base .. 'la:' .. lease, answer_field(p, txn), record_field(p))
+  if v[1] then return v[1] end
+  if v[2] then
+    local answer, members = record_members(v[2])
+    if members[txn] then return answer end
+  end
+  return false
 end
 
 -- Checks an ack without changing anything (ack_verdict on the stored state). Returns id (the

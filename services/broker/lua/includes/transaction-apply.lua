@@ -34,7 +34,11 @@ local function apply_transaction_ops(ops, now, prepared)
         end
       end
       local answer = ack_many(op.base, { ack }, config_of(op.base), now)[1]
-      out[index] = { 'ack', answer[1], answer[4], answer[5] }
+      if type(answer) == 'string' then
+        out[index] = { 'ack', 0, 0, 0 }
+      else
+        out[index] = { 'ack', 1, math.floor(answer / 4) % 2, math.floor(answer / 8) % 2 }
+      end
     end
   end
   return out

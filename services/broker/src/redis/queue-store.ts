@@ -222,7 +222,8 @@ export class RedisQueueStore implements QueueStore {
       [...byQueue].map(async ([queue, list]) => {
         list.sort((a, b) => a.index - b.index);
         const base = backend.base(queue);
-        const [rows, intents] = await backend.run<[[number, string, number, number, number][], number]>(
+        // Per ack: its refusal, or 1 + 2 leaseReleased + 4 dlq + 8 repeat (ack-1.lua).
+        const [rows, intents] = await backend.run<[(number | string)[], number]>(
           'ack',
           [base],
           ackRuns(list),
@@ -231,7 +232,7 @@ export class RedisQueueStore implements QueueStore {
         // A partition id the registry knows but no message was ever stored under (a refused push
         // registers first) names no queue in the answer, as in process (differential test).
         const unknown = new Set<string>();
-        const notFound = list.filter((_, position) => rows[position]?.[1] === 'Message not found');
+        const notFound = list.filter((_, position) => rows[position] === 'Message not found');
         if (notFound.length > 0) {
           const names = [...new Set(notFound.map(({ partition }) => partition))];
           const ids = await backend.redis.hmget(`${base}parts`, ...names.map(encode));
@@ -240,28 +241,22 @@ export class RedisQueueStore implements QueueStore {
           });
         }
         list.forEach(({ index, ack, partition }, position) => {
-          const [ok, error, released, dlq, repeat] = rows[position] as [
-            number,
-            string,
-            number,
-            number,
-            number,
-          ];
-          if (
-            released === 1 ||
-            (ok === 1 && repeat !== 1 && ack.status !== 'completed' && ack.status !== 'success')
-          ) {
+          const row = rows[position] as number | string;
+          const code = typeof row === 'number' ? row : 0;
+          const released = (code & 2) !== 0;
+          const repeat = (code & 8) !== 0;
+          if (released || (code !== 0 && !repeat && ack.status !== 'completed' && ack.status !== 'success')) {
             wake.push([queue, 1]);
           }
           results[index] = {
             transactionId: ack.transactionId,
-            success: ok === 1,
-            error: ok === 1 ? null : error,
+            success: code !== 0,
+            error: typeof row === 'string' ? row : null,
             queue: unknown.has(partition) ? null : queue,
             partition: unknown.has(partition) ? null : partition,
-            leaseReleased: released === 1,
-            dlq: dlq === 1,
-            repeat: repeat === 1,
+            leaseReleased: released,
+            dlq: (code & 4) !== 0,
+            repeat,
           };
         });
       }),
