@@ -16,10 +16,17 @@
   records no outbox intent.
 ]]
 --@include ack-many
+--@include ack-whole-lease
 --@include clock
 --@include queue-config
 
 local base = KEYS[1]
+local cfg, now = queue_config(base), now_ms()
+-- One run naming a whole lease (the usual batch): no table per ack (ack-whole-lease.lua).
+if #ARGV > 6 and 6 + tonumber(ARGV[6]) == #ARGV then
+  local rows = ack_whole_lease(base, ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV, 7, #ARGV, cfg, now)
+  if rows then return { rows, 0 } end
+end
 local acks = {}
 local i = 1
 while i <= #ARGV do
@@ -30,5 +37,5 @@ while i <= #ARGV do
   end
   i = last + 1
 end
-local rows = ack_many(base, acks, queue_config(base), now_ms())
+local rows = ack_many(base, acks, cfg, now)
 return { rows, outbox_written }

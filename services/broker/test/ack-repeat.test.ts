@@ -176,9 +176,9 @@ for (const backend of BACKENDS) {
 
     test('a whole lease acked with one answer: every retry of it is a repeat, whatever its transaction ids hold', async () => {
       // Such a batch's answers are kept as one record (lua/includes/lease-answers.lua) that
-      // lists the transaction ids by length: ids with newlines and digits must not blur.
+      // lists the transaction ids as JSON: quotes, slashes, newlines and NULs must survive.
       const queue = await suite.queue('repeat-record');
-      const ids = ['1\n2', '12', '*x', 'a\nb\nc', '2\n', 'plain'];
+      const ids = ['1\n2', '12', '*x', 'a\nb\nc', '2\n', '["q"]', 'a/b\\c', 'é\u0000🦊', 'plain'];
       await suite.api.push(ids.map((transactionId) => ({ queue, payload: transactionId, transactionId })));
       const popped = (await suite.api.pop(queue, `batch=${ids.length}`)).body;
       assert.deepEqual(

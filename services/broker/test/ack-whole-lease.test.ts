@@ -32,13 +32,9 @@ function answersPerMessage(hash: Record<string, string>): Record<string, string>
       answers[field] = value;
       continue;
     }
-    const head = value.indexOf('\n');
-    let at = head + 1;
-    while (at < value.length) {
-      const newline = value.indexOf('\n', at);
-      const length = Number(value.slice(at, newline));
-      answers[`${field.slice(1)}\n${value.slice(newline + 1, newline + 1 + length)}`] = value.slice(0, head);
-      at = newline + 1 + length;
+    const at = value.indexOf('[');
+    for (const transactionId of JSON.parse(value.slice(at)) as string[]) {
+      answers[`${field.slice(1)}\n${transactionId}`] = value.slice(0, at);
     }
   }
   return Object.fromEntries(Object.entries(answers).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
@@ -191,6 +187,8 @@ describe('ack of a whole lease (redis)', () => {
       answers: answersPerMessage(await redis.hgetall(`${base}la:lease-1`)),
       stats: await redis.hgetall(`${base}stats`),
       ready: await redis.zrange(`${base}ready:${QUEUE_MODE}`, 0, -1),
+      // Partitions a pop naming none would look at now (a later time: a lease's expiry).
+      dueNow: await redis.zrangebyscore(`${base}ready:${QUEUE_MODE}`, '-inf', Date.now()),
       leases: await redis.zrange(`${base}leases`, 0, -1),
     };
   }

@@ -9,6 +9,7 @@
 --@include fail-attempt
 --@include id-numbers
 --@include lease-answers
+--@include lease-record
 --@include message-fields
 --@include outbox
 --@include position
@@ -258,13 +259,7 @@ local function ack_many(base, acks, cfg, now)
   for _, w in ipairs(given_order) do
     local la = base .. 'la:' .. w.lease
     if w.released and w.answer then
-      local parts = { w.answer, '\n' }
-      for _, txn in ipairs(w.txns) do
-        parts[#parts + 1] = #txn
-        parts[#parts + 1] = '\n'
-        parts[#parts + 1] = txn
-      end
-      redis.call('HSET', la, record_field(w.p), table.concat(parts))
+      redis.call('HSET', la, record_field(w.p), record_text(w.answer, w.txns, 1, #w.txns))
     else
       local fields = {}
       for _, txn in ipairs(w.txns) do

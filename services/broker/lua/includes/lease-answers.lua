@@ -5,8 +5,8 @@
   - '*<p>' -> a record (record_field): the acks of the batch that released the lease's hold on
     partition p, when they all got one answer (the usual whole-lease ack: one field of one
     string instead of one field per message, ~a tenth of an ack's Redis time in the listpack's
-    inserts). Its text: the answer, then per transactionId its length, '\n' and itself
-    ('done:0\n3\nabc5\nx\ny z'): any byte may be in a transactionId.
+    inserts). Its text: the answer, then the transactionIds as a JSON array
+    ('done:0["abc","x\ny z"]', lease-record.lua).
   The fields cannot collide: p is URI-encoded (no '\n'), so only a per-ack field holds one.
   An answer: 'done'|'failed'|'dlq' .. ':' .. dlq 0/1.
 ]]
@@ -25,14 +25,8 @@ end
 
 -- A record's answer and its transactionIds as a set.
 local function record_members(text)
-  local head = string.find(text, '\n', 1, true) or (#text + 1)
+  local at = string.find(text, '[', 1, true)
   local members = {}
-  local i = head + 1
-  while i <= #text do
-    local nl = string.find(text, '\n', i, true)
-    local len = tonumber(string.sub(text, i, nl - 1))
-    members[string.sub(text, nl + 1, nl + len)] = true
-    i = nl + len + 1
-  end
-  return string.sub(text, 1, head - 1), members
+  for _, txn in ipairs(cjson.decode(string.sub(text, at))) do members[txn] = true end
+  return string.sub(text, 1, at - 1), members
 end
