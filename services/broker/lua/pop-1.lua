@@ -159,15 +159,19 @@ for _, p in ipairs(candidates) do
     local picked = {}
     local visible_at = nil
     local expired_any = false
-    while #picked < remaining and not visible_at do
-      local entries = redis.call('XRANGE', stream, from, '+', 'COUNT', remaining - #picked + 8)
+    -- An entry's time is read only where a rule needs it (a string parse per entry otherwise).
+    local timed = cfg.ttl > 0 or cfg.delayedProcessing > 0
+    local count = 0
+    while count < remaining and not visible_at do
+      local entries = redis.call('XRANGE', stream, from, '+', 'COUNT', remaining - count + 8)
       if #entries == 0 then break end
+      local last
       for _, e in ipairs(entries) do
-        if #picked >= remaining then break end
+        if count >= remaining then break end
         local id = e[1]
-        from = '(' .. id
+        last = id
         if not resolved_ahead or redis.call('SISMEMBER', aset, id) == 0 then
-          local ms = id_ms(id)
+          local ms = timed and id_ms(id)
           if cfg.ttl > 0 and ms + cfg.ttl * 1000 <= now then
             resolve(base, p, g, id)
             expired_any = true
@@ -175,10 +179,12 @@ for _, p in ipairs(candidates) do
             visible_at = ms + cfg.delayedProcessing * 1000
             break
           else
-            picked[#picked + 1] = e
+            count = count + 1
+            picked[count] = e
           end
         end
       end
+      from = '(' .. last
     end
     if expired_any then
       advance(base, p, g)
