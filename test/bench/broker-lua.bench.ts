@@ -4,7 +4,9 @@
  * checked out, one loading the same directory at a git revision. No HTTP: each round pushes
  * 100 messages to one partition, pops them (batch 100) and acks them (one batch of 100), one
  * call at a time, alternating the two script sets round by round so load from other processes
- * hits both alike. Prints the median and p90 time per call and the ratio current/baseline.
+ * hits both alike. Prints the median and p90 time per call and the ratio current/baseline, and
+ * the median time Redis spent in the call's script (INFO commandstats, reset before each call:
+ * the script's own time, without the node's encoding, the reply's parsing and the round trip).
  * Run: node --import tsx test/bench/broker-lua.bench.ts [git revision, default main]
  * Both sets are called by the node code as checked out, so the revision's scripts must take the
  * same arguments and answer in the same shape: pop and ack changed both at 84a1a8c (flat pop rows,
@@ -18,6 +20,7 @@ import { fileURLToPath } from 'node:url';
 import { type BrokerStorage, RedisStorage } from '@herald/broker';
 import { loadScripts } from '@herald/redis';
 import { RedisServer, uniquePrefix } from '@herald/testkit';
+import { Redis } from 'ioredis';
 
 const ROUNDS = 300;
 const BATCH = 100;
@@ -30,6 +33,7 @@ const archive = execFileSync('git', ['-C', root, 'archive', revision, 'services/
 execFileSync('tar', ['-x', '-C', baselineDirectory], { input: archive });
 
 const redisServer = await RedisServer.start();
+const admin = new Redis(redisServer.url);
 const log = { warn: () => undefined, info: () => undefined };
 const storage = (scripts?: string) =>
   new RedisStorage({
@@ -38,26 +42,32 @@ const storage = (scripts?: string) =>
     log,
     ...(scripts ? { scripts: loadScripts(scripts) } : {}),
   });
-const variants: { label: string; storage: BrokerStorage; times: Record<string, number[]> }[] = [
-  {
-    label: revision,
-    storage: storage(join(baselineDirectory, 'services/broker/lua')),
-    times: { push: [], pop: [], ack: [] },
-  },
-  { label: 'current', storage: storage(), times: { push: [], pop: [], ack: [] } },
+type Times = Record<'push' | 'pop' | 'ack', { call: number[]; script: number[] }>;
+const emptyTimes = (): Times => ({
+  push: { call: [], script: [] },
+  pop: { call: [], script: [] },
+  ack: { call: [], script: [] },
+});
+const variants: { label: string; storage: BrokerStorage; times: Times }[] = [
+  { label: revision, storage: storage(join(baselineDirectory, 'services/broker/lua')), times: emptyTimes() },
+  { label: 'current', storage: storage(), times: emptyTimes() },
 ];
 
-async function timedCall<T>(times: number[], call: () => Promise<T>): Promise<T> {
+async function timedCall<T>(times: { call: number[]; script: number[] }, call: () => Promise<T>): Promise<T> {
+  await admin.config('RESETSTAT');
   const started = performance.now();
   const result = await call();
-  times.push(performance.now() - started);
+  times.call.push(performance.now() - started);
+  const usec = /cmdstat_evalsha:calls=\d+,usec=(\d+)/.exec(await admin.info('commandstats'))?.[1];
+  if (usec === undefined) throw new Error('no EVALSHA in INFO commandstats');
+  times.script.push(Number(usec) / 1000);
   return result;
 }
 
 async function round(variant: (typeof variants)[number], index: number): Promise<void> {
   const { storage, times } = variant;
   const partition = `p${index % 10}`;
-  await timedCall(times.push as number[], () =>
+  await timedCall(times.push, () =>
     storage.queues.push(
       Array.from({ length: BATCH }, (_, i) => ({
         queue: 'bench',
@@ -70,7 +80,7 @@ async function round(variant: (typeof variants)[number], index: number): Promise
       })),
     ),
   );
-  const popped = await timedCall(times.pop as number[], () =>
+  const popped = await timedCall(times.pop, () =>
     storage.queues.pop({
       queue: 'bench',
       partition,
@@ -83,7 +93,7 @@ async function round(variant: (typeof variants)[number], index: number): Promise
   );
   const [leased] = popped.partitions;
   if (!leased || leased.messages.length !== BATCH) throw new Error(`${variant.label}: pop returned too few`);
-  const results = await timedCall(times.ack as number[], () =>
+  const results = await timedCall(times.ack, () =>
     storage.queues.ack(
       leased.messages.map((message) => ({
         transactionId: message.transactionId,
@@ -108,17 +118,19 @@ const quantile = (values: number[], q: number) => {
 };
 const [baseline, current] = variants as [(typeof variants)[number], (typeof variants)[number]];
 console.log(
-  `| call (batch ${BATCH}) | ${revision} median / p90 ms | current median / p90 ms | current/${revision} (median) |`,
+  `| call (batch ${BATCH}) | ${revision} median / p90 ms | current median / p90 ms | current/${revision} (median) | script in Redis, ${revision} / current median ms | current/${revision} |`,
 );
-console.log('|---|---|---|---|');
-for (const call of ['push', 'pop', 'ack']) {
-  const before = baseline.times[call] as number[];
-  const after = current.times[call] as number[];
+console.log('|---|---|---|---|---|---|');
+for (const call of ['push', 'pop', 'ack'] as const) {
+  const before = baseline.times[call];
+  const after = current.times[call];
+  const median = (values: number[]) => quantile(values, 0.5);
   console.log(
-    `| ${call} | ${quantile(before, 0.5).toFixed(3)} / ${quantile(before, 0.9).toFixed(3)} | ${quantile(after, 0.5).toFixed(3)} / ${quantile(after, 0.9).toFixed(3)} | ${(quantile(after, 0.5) / quantile(before, 0.5)).toFixed(2)}x |`,
+    `| ${call} | ${median(before.call).toFixed(3)} / ${quantile(before.call, 0.9).toFixed(3)} | ${median(after.call).toFixed(3)} / ${quantile(after.call, 0.9).toFixed(3)} | ${(median(after.call) / median(before.call)).toFixed(2)}x | ${median(before.script).toFixed(3)} / ${median(after.script).toFixed(3)} | ${(median(after.script) / median(before.script)).toFixed(2)}x |`,
   );
 }
 
 await Promise.all(variants.map((variant) => variant.storage.close()));
+admin.disconnect();
 await redisServer.destroy();
 rmSync(baselineDirectory, { recursive: true, force: true });
