@@ -43,3 +43,29 @@ test('the check sees the trap where this Node has it: an ESM import of node:http
   const loaded = undiciLoadedBy("await import('node:http');");
   assert.equal(loaded.length > 0, lazyWebSocket, `loaded: ${loaded.join(', ')}`);
 });
+
+test("loading the broker loads BullMQ's queue and worker, not its index with the PostgreSQL backend", () => {
+  const run = spawnSync(
+    process.execPath,
+    [
+      '--input-type=module',
+      '-e',
+      [
+        "const { createRequire } = await import('node:module');",
+        "await import('@herald/broker');",
+        "const loaded = Object.keys(createRequire(process.cwd() + '/').cache).filter((name) => name.includes('/bullmq/'));",
+        'process.stdout.write(JSON.stringify(loaded));',
+      ].join('\n'),
+    ],
+    { cwd: REPO, encoding: 'utf8' },
+  );
+  assert.equal(run.status, 0, run.stderr);
+  const loaded = (JSON.parse(run.stdout) as string[]).map((name) =>
+    name.replace(/.*\/bullmq\/dist\/cjs\//, ''),
+  );
+  assert.ok(loaded.includes('classes/worker.js'), `BullMQ's worker is loaded: ${loaded.length} modules`);
+  assert.deepEqual(
+    loaded.filter((name) => name === 'index.js' || name.startsWith('postgres/')),
+    [],
+  );
+});

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { createRequire } from 'node:module';
 import { hostname } from 'node:os';
 import {
   closeRedis,
@@ -10,10 +11,17 @@ import {
   replyWithin,
   settleWithin,
 } from '@herald/redis';
-import { type Job, Queue, Worker } from 'bullmq';
+import type { Queue as BullQueue, Worker as BullWorker, Job } from 'bullmq';
 import type { FastifyBaseLogger } from 'fastify';
 import type { BrokerMetrics } from './metrics.js';
 import type { Housekeeping } from './storage.js';
+
+// The two classes the jobs use, not BullMQ's index: the index also loads its PostgreSQL backend,
+// flows and queue events (246 modules against 176; RSS at start ~6–8 MB lower,
+// docs/benchmarks.md "Broker footprint"). test/broker/startup-footprint.test.ts keeps it so.
+const load = createRequire(import.meta.url);
+const { Queue } = load('bullmq/dist/cjs/classes/queue.js') as { Queue: typeof BullQueue };
+const { Worker } = load('bullmq/dist/cjs/classes/worker.js') as { Worker: typeof BullWorker };
 
 export interface MaintenanceIntervals {
   readonly leaseSweepMs: number;
