@@ -133,6 +133,11 @@ export function startRedisMaintenance(options: {
   /** Tests shorten these: SCHEDULER_CHECK_MS and JOB_LOCK_MS. */
   checkMs?: number;
   lockMs?: number;
+  /**
+   * BullMQ's stalled check period (default: lockMs). A test of this file's own rescheduling
+   * lengthens it, so that BullMQ's check cannot send the job back first.
+   */
+  stalledMs?: number;
 }): Maintenance {
   const { housekeeping, metrics, intervals, log } = options;
   const lockMs = options.lockMs ?? JOB_LOCK_MS;
@@ -173,7 +178,7 @@ export function startRedisMaintenance(options: {
       concurrency: 3,
       name: selfName,
       lockDuration: lockMs,
-      stalledInterval: lockMs,
+      stalledInterval: options.stalledMs ?? lockMs,
       runRetryDelay: RUN_RETRY_MS,
     },
   );

@@ -17,6 +17,12 @@ import type { Housekeeping } from '../src/storage.js';
 /** The hold on a taken job and the check's period, shortened (production: 10 s and 5 s). */
 const LOCK_MS = 1000;
 const CHECK_MS = 250;
+/**
+ * BullMQ's stalled check, lengthened past the test: with it every LOCK_MS (as in production) it
+ * raced the check under test for the lapsed job and, on a loaded machine, sometimes won (the job
+ * ran again, unlogged: the assertion below failed).
+ */
+const STALLED_MS = 120_000;
 
 let sweeps = 0;
 const housekeeping: Housekeeping = {
@@ -61,6 +67,7 @@ before(async () => {
     log,
     checkMs: CHECK_MS,
     lockMs: LOCK_MS,
+    stalledMs: STALLED_MS,
   });
 });
 after(async () => {
@@ -93,7 +100,7 @@ test('a job whose taking reply was lost leaves no gap longer than the hold on it
     assert.ok(orphan, 'a lost reply left a taken lease-sweep job behind');
     const sweepsAtLoss = sweeps;
     // Rescheduled once the hold lapsed (LOCK_MS) and the check saw it: well within 10 s, while
-    // BullMQ alone takes 30 s or more.
+    // BullMQ alone waits for its stalled check (30 s by default; STALLED_MS here).
     await waitFor(() => sweeps > sweepsAtLoss + 2, {
       timeoutMs: 10_000,
       what: 'the lease sweep running again',
