@@ -17,7 +17,7 @@ import type { BrokerMetrics } from './metrics.js';
 import type { Housekeeping } from './storage.js';
 
 // The two classes the jobs use, not BullMQ's index: the index also loads its PostgreSQL backend,
-// flows and queue events (246 modules against 176; RSS at start ~6–8 MB lower,
+// flows and queue events (246 modules against 176; an idle broker on Node 26 ~3.5 MB lower RSS,
 // docs/benchmarks.md "Broker footprint"). test/broker/startup-footprint.test.ts keeps it so.
 const load = createRequire(import.meta.url);
 const { Queue } = load('bullmq/dist/cjs/classes/queue.js') as { Queue: typeof BullQueue };

@@ -79,6 +79,7 @@ local function ack_whole_lease(base, p, g, status, lease, txns, first, last, cfg
   local trim_at = completed_trim_at(cfg, oldest)
   if trim_at then schedule_trim(base, p, trim_at) end
   if age_horizon(cfg) > 0 then redis.call('ZADD', base .. 'trim', 'XX', 'LT', now, p) end
+  -- ack_many's codes: 1 applied; 3 applied and the lease released (by the n-th ack).
   local rows = {}
   for j = 1, n - 1 do rows[j] = 1 end
   rows[n] = 3
