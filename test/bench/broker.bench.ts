@@ -10,6 +10,9 @@
  *   row is that HTTP floor). Producers read every push reply; consumers parse every message.
  * - raw streams: the same work straight on Redis with ioredis (pipelined XADD; XREADGROUP +
  *   XACK, parsing every payload), no dedup, leases, retries or HTTP: the ceiling.
+ * - pop+ack: consumers pop with wait=false, as raw XREADGROUP does not block: a long-poll pop
+ *   parked at the end of a row (every remaining partition leased by another consumer, then
+ *   nothing left) waited out its timeout inside the timed window, up to 200 ms of a 0.7 s row.
  * - BullMQ: Queue.add/addBulk; one Worker, concurrency 16 (no batch consume in BullMQ OSS).
  * - CPU client / broker / Redis: each process's CPU time over the broker row's wall time (100% =
  *   one core; from process.cpuUsage, /proc/<pid>/stat and INFO cpu). The one near 100% sets the
@@ -154,7 +157,7 @@ async function brokerConsume(
         while (consumed < total) {
           const reply = await request(
             'GET',
-            `/api/v1/pop/queue/${queue}?batch=${batch}&partitions=${partitionsPerPop}&wait=true&timeout=200${groupQuery}`,
+            `/api/v1/pop/queue/${queue}?batch=${batch}&partitions=${partitionsPerPop}&wait=false${groupQuery}`,
           );
           if (reply.status === 204) continue;
           const messages = reply.json.messages as any[];
