@@ -12,7 +12,7 @@
  */
 import type { ClientRequest } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { loadBrokerScripts } from '@herald/broker';
+import { entryFields, loadBrokerScripts } from '@herald/broker';
 import { RedisServer, ReplyLossProxy, scriptCall, waitFor } from '@herald/testkit';
 import { Redis } from 'ioredis';
 import { PUBLISHER_SECRET, SUBSCRIBER_SECRET } from '../../services/hub/test/helpers.js';
@@ -615,7 +615,7 @@ export async function runBridgeSoak(overrides: Partial<BridgeSoakOptions> = {}):
     for (let p = 0; p < options.partitions; p++) {
       const key = `${outboxBase}s:${encodeURIComponent(partitionName(p))}`;
       for (const [index, [, fields]] of (await readStream(reader, key)).entries()) {
-        const id = field(fields, 'm');
+        const { id } = entryFields(fields);
         streamEntries += 1;
         if (answered.get(id)?.partition !== p) streamUnanswered += 1;
         streamIndex.set(id, index);

@@ -13,6 +13,7 @@
 import { execFile } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
+import { entryFields } from '@herald/broker';
 import { type Cluster, type ClusterTopology, createRedis, redisTopologyFromEnv } from '@herald/redis';
 import { keySlot, RedisCluster, waitFor } from '@herald/testkit';
 import { MAIN } from '../broker/nodes.js';
@@ -466,8 +467,7 @@ export async function runTransactionSoak(
         for (;;) {
           const entries = await redis.xrange(`${base(queue)}s:${partition}`, start, '+', 'COUNT', 1000);
           for (const [, fields] of entries) {
-            const at = fields.indexOf('t');
-            const transactionId = fields[at + 1] as string;
+            const { transactionId } = entryFields(fields);
             counts.set(transactionId, (counts.get(transactionId) ?? 0) + 1);
           }
           if (entries.length < 1000) break;

@@ -13,10 +13,11 @@
   ARGV[6]   start: subscription start for a new group: '0-0' (all) or a position ('<ms-1>-<max>')
   ARGV[7]   queue: the queue's name (the lease index's value)
   ARGV[8]   indexGrace: how long the lease index outlives the lease (ms)
-  Returns { nextReadyAt, { partition, partitionId, leaseId, expiresAt, { streamId, messageId,
-  transactionId, traceId, data, producerSub, retryCount, ... } }... }: each leased partition's
-  messages as one flat list, 7 entries per message (a table per message cost Redis a tenth of the
-  pop, in building it and in its reply, and the node a parsed array each). nextReadyAt (ms, 0 if none)
+  Returns { nextReadyAt, { partition, partitionId, leaseId, expiresAt, { streamId, record,
+  retryCount, ... } }... }: each leased partition's messages as one flat list, 3 entries per
+  message (a table per message cost Redis a tenth of the pop, in building it and in its reply,
+  and the node a parsed array each); record: the message as its stream keeps it
+  (includes/message-fields.lua), the node reads its fields. nextReadyAt (ms, 0 if none)
   tells a parked long-poll when a delayed, retried or leased partition becomes poppable.
   Resend-safe: per request id (shared/redis/README.md). The node picks the lease id before the
   call, so a second run with the same ARGV finds `lease:<leaseId>` already holding partitions and
@@ -30,7 +31,7 @@
 --@include expire-lease
 --@include fmt
 --@include id-ms
---@include message-fields
+--@include message-record
 --@include position
 --@include queue-config
 --@include resolve
@@ -60,10 +61,8 @@ local function leased_row(p, exp, picked)
   local msgs = {}
   local k = 0
   for i, e in ipairs(picked) do
-    local m, t, tr, d, sub = message_fields(e)
-    msgs[k + 1], msgs[k + 2], msgs[k + 3], msgs[k + 4] = e[1], m, t, tr
-    msgs[k + 5], msgs[k + 6], msgs[k + 7] = d, sub, counts[i] or 0
-    k = k + 7
+    msgs[k + 1], msgs[k + 2], msgs[k + 3] = e[1], message_record(e), counts[i] or 0
+    k = k + 3
   end
   return { p, redis.call('HGET', base .. 'parts', p) or '', lease_id, fmt(exp), msgs }
 end

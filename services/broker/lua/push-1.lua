@@ -3,8 +3,9 @@
   KEYS[1]   base: <prefix>{<queue>}: (every key the script touches is this text plus a suffix)
   ARGV[1]   namespace: stored when the queue is created
   ARGV[2]   task: stored when the queue is created
-  ARGV[3..] items: 7 entries each: partition (URI-encoded), partitionId, transactionId,
-            messageId, traceId, data (JSON text), producerSub
+  ARGV[3..] items: 5 entries each (PUSH_ITEM_ARGS): partition (URI-encoded), partitionId,
+            transactionId, messageId, record (the message as its stream keeps it,
+            includes/message-fields.lua)
   Returns { 'OK', {status, messageId}..., intents } (status 1 queued, 0 duplicate; intents: how
   many the queue's bridge recorded in its outbox, includes/outbox.lua) or
   { 'FULL', size, maxSize } when maxSize would be exceeded, or { 'CLEAR' } when the queue has
@@ -24,7 +25,7 @@ local base = KEYS[1]
 local now = now_ms()
 local cfg = queue_config(base)
 local items = {}
-for i = 3, #ARGV, 7 do
+for i = 3, #ARGV, PUSH_ITEM_ARGS do
   items[#items + 1] = read_push_item(ARGV, i)
 end
 if clear_on_sealed_queue(base, items) then return { 'CLEAR' } end

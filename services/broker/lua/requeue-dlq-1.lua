@@ -15,6 +15,7 @@
 --@include field
 --@include forget-entry
 --@include queue-config
+--@include record-of
 --@include schedule-trim
 
 local base = KEYS[1]
@@ -38,8 +39,8 @@ for i = 1, #ARGV, 2 do
       local old_id = string.match(old, '^(%S+)')
       if redis.call('XDEL', base .. 's:' .. p, old_id) > 0 then forget_entry(base, p, old_id) end
     end
-    local id = redis.call('XADD', base .. 's:' .. p, new_entry_id(), 'm', ARGV[i + 1], 't', txn, 'tr', field(m, 'tr') or '',
-      'd', field(m, 'd') or 'null', 's', field(m, 's') or '')
+    local id = redis.call('XADD', base .. 's:' .. p, new_entry_id(),
+      'r', record_of(ARGV[i + 1], txn, field(m, 'tr') or '', field(m, 'd') or 'null', field(m, 's') or ''))
     redis.call('HSET', base .. 'd:' .. p, txn, id .. ' ' .. ARGV[i + 1])
     if horizon > 0 then schedule_trim(base, p, now + horizon * 1000) end
     if not old then redis.call('HINCRBY', base .. 'stats', 'size', 1) end

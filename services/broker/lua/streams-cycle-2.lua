@@ -21,8 +21,8 @@
   ARGV[7]   maxBytes: max bytes of the shard
   ARGV[8..] operations: n state ops, then n x { 'u'|'d', key, value JSON ('' for 'd') },
             then m pushes, then m x { key index of the sink queue's base, namespace, task,
-            queue, partition (URI-encoded), partitionId, transactionId, messageId, traceId,
-            data, producerSub },
+            queue, partition (URI-encoded), partitionId, transactionId, messageId, record
+            (includes/message-fields.lua) },
             then '1' + ack { key index of the source queue's base, partition (URI-encoded),
             group (URI-encoded), transactionId, leaseId ('' = none), status
             (completed|success|failed|dlq), count, error, release ('1'|'0') },
@@ -89,7 +89,7 @@ for _ = 1, tonumber(ARGV[i]) do
   pushes[#pushes + 1] = { key = tonumber(ARGV[i + 1]), base = KEYS[tonumber(ARGV[i + 1])], namespace = ARGV[i + 2], task = ARGV[i + 3],
     queue = ARGV[i + 4],
     item = read_push_item(ARGV, i + 5) }
-  i = i + 11
+  i = i + 4 + PUSH_ITEM_ARGS
 end
 i = i + 1
 local ack = false

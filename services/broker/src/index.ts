@@ -44,6 +44,7 @@ import { LIMITS } from './validation.js';
 
 export { authConfigProblem, classifyBrokerRoute } from './auth.js';
 export { type BrokerConfig, brokerSpec } from './config.js';
+export { entryFields, type MessageFields } from './redis/message-record.js';
 export { loadBrokerScripts } from './scripts.js';
 export type { BrokerStorage } from './storage.js';
 export { type EmbeddedStorageOptions, startEmbeddedStorage } from './storage-embedded.js';

@@ -72,6 +72,12 @@ export function requireObject(value: unknown, what: string): Json {
  * not in the ES2023 typings this repo compiles against.
  */
 const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+const LONE_SURROGATES = new RegExp(LONE_SURROGATE.source, 'g');
+
+/** `value` with each lone surrogate replaced by U+FFFD, as Redis stores it (`String#toWellFormed`). */
+export function wellFormed(value: string): string {
+  return value.replace(LONE_SURROGATES, '\ufffd');
+}
 
 /** A string of at most `max` characters, refused when it cannot be spelled in UTF-8. */
 export function boundedString(value: string, what: string, max: number): string {

@@ -11,6 +11,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { stopTestRedis, testRedisUrl, uniquePrefix } from '@herald/testkit';
 import { Redis } from 'ioredis';
+import { entryFields } from '../src/redis/message-record.js';
 import type { AckInput, AckStatus } from '../src/storage.js';
 import { QUEUE_MODE } from '../src/storage.js';
 import { RedisStorage } from '../src/storage-redis.js';
@@ -161,7 +162,7 @@ describe('ack of a whole lease (redis)', () => {
   async function snapshot(base: string) {
     const idToTxn = new Map<string, string>();
     for (const [id, fields] of await redis.xrange(`${base}s:${PARTITION}`, '-', '+')) {
-      idToTxn.set(id, fields[fields.indexOf('t') + 1] as string);
+      idToTxn.set(id, entryFields(fields).transactionId);
     }
     const name = (id: string) => idToTxn.get(id) ?? (id === '0-0' ? id : `gone ${id}`);
     const names = (ids: string[]) => ids.map(name).sort();

@@ -24,6 +24,7 @@ import {
 } from '@herald/testkit';
 import { namespaceAndTask, partitionIdOf } from '../src/identifiers.js';
 import type { Broker } from '../src/index.js';
+import { pushItemArguments } from '../src/redis/transactions.js';
 import { loadBrokerScripts } from '../src/scripts.js';
 import { type BrokerClient, client, startTestBroker } from './helpers.js';
 
@@ -176,13 +177,18 @@ describe('a release that cannot reach its share', () => {
         '1',
         namespace,
         task,
-        'Default',
-        partitionIdOf(target, 'Default'),
-        'o1',
-        `m-${txid}`,
-        '',
-        '"orphan"',
-        '',
+        ...pushItemArguments(
+          {
+            queue: target,
+            partition: 'Default',
+            transactionId: 'o1',
+            messageId: `m-${txid}`,
+            traceId: null,
+            data: '"orphan"',
+            producerSub: null,
+          },
+          partitionIdOf(target, 'Default'),
+        ),
       ],
     );
     assert.deepEqual(prepared, ['OK']);

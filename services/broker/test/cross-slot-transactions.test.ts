@@ -15,6 +15,7 @@ import { createRedis, type RedisClient, redisTopologyFromEnv, runScript } from '
 import { RedisCluster, RedisServer, uniquePrefix, waitFor } from '@herald/testkit';
 import { namespaceAndTask, partitionIdOf } from '../src/identifiers.js';
 import type { Broker } from '../src/index.js';
+import { pushItemArguments } from '../src/redis/transactions.js';
 import { loadBrokerScripts } from '../src/scripts.js';
 import { type BrokerClient, client, queueName, startTestBroker } from './helpers.js';
 
@@ -204,19 +205,16 @@ for (const place of PLACES)
       messageId: string,
     ): string[] {
       const { namespace, task } = namespaceAndTask(queue);
-      return [
-        'push',
-        '1',
-        namespace,
-        task,
-        'Default',
-        partitionIdOf(queue, 'Default'),
+      const item = {
+        queue,
+        partition: 'Default',
         transactionId,
         messageId,
-        '',
-        JSON.stringify(payload),
-        '',
-      ];
+        traceId: null,
+        data: JSON.stringify(payload),
+        producerSub: null,
+      };
+      return ['push', '1', namespace, task, ...pushItemArguments(item, partitionIdOf(queue, 'Default'))];
     }
 
     /**

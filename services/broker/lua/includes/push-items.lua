@@ -3,6 +3,7 @@
 --@include fmt
 --@include outbox
 --@include queue-depth
+--@include record-data
 --@include schedule-trim
 
 -- Appends the items of one queue (read_push_item's tables).
@@ -75,9 +76,10 @@ local function push_items(base, items, cfg, now, namespace, task)
   for i, it in ipairs(items) do
     if results[i][1] == 1 and not again[i] then
       local p = it.partition
-      local id = redis.call('XADD', base .. 's:' .. p, new_entry_id(), 'm', it.messageId, 't', it.transactionId, 'tr', it.traceId,
-        'd', it.data, 's', it.producerSub)
-      if bridge_pushed then outbox_bridge(base, cfg, 'pushed', p, it.messageId, it.transactionId, '', it.data) end
+      local id = redis.call('XADD', base .. 's:' .. p, new_entry_id(), 'r', it.message)
+      if bridge_pushed then
+        outbox_bridge(base, cfg, 'pushed', p, it.messageId, it.transactionId, '', record_data(it.message))
+      end
       local writes = dedup_writes[p]
       if not writes then
         writes = {}

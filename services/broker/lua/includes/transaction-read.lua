@@ -6,7 +6,7 @@
   prepared share stored) from args[start], each starting with its type and the index of its
   queue's base in KEYS:
     'push', key index, namespace, task, partition, partitionId, transactionId, messageId,
-            traceId, data, producerSub                                          (11 entries)
+            record (includes/message-fields.lua)          (4 + PUSH_ITEM_ARGS = 9 entries)
     'ack',  key index (0: a partition no queue has, checked as not found), partition, group,
             transactionId, status, leaseId, error                               (8 entries)
     'publish', update id, topics (JSON array), private ('1'/'0'), event type ('' for none),
@@ -20,7 +20,7 @@ local function read_transaction_ops(args, start)
     if args[i] == 'push' then
       ops[#ops + 1] = { kind = 'push', base = KEYS[tonumber(args[i + 1])], namespace = args[i + 2], task = args[i + 3],
         item = read_push_item(args, i + 4) }
-      i = i + 11
+      i = i + 4 + PUSH_ITEM_ARGS
     elseif args[i] == 'ack' then
       -- Key index 0: the ack's partition belongs to no queue (found nowhere: 'Message not found').
       ops[#ops + 1] = { kind = 'ack', base = KEYS[tonumber(args[i + 1])], unknown = args[i + 1] == '0',

@@ -5,6 +5,7 @@
 import { streamIdTime } from '../identifiers.js';
 import { type MessageBrowser, type MessageView, QUEUE_MODE, type QueueMessageState } from '../storage.js';
 import { decode, encode, type RedisBackend } from './context.js';
+import { entryFields } from './message-record.js';
 
 /** Dead letters read to mark messages `dead_letter`: the newest ones of the queue's DLQ stream. */
 export const STATUS_DEAD_LETTER_SCAN = 10_000;
@@ -53,16 +54,16 @@ function messageView(
   partitionId: string,
   entry: [string, string[]],
 ): MessageView {
-  const fields = fieldsOf(entry[1]);
+  const fields = entryFields(entry[1]);
   return {
-    id: fields.m ?? '',
-    transactionId: fields.t ?? '',
-    traceId: fields.tr || null,
+    id: fields.id,
+    transactionId: fields.transactionId,
+    traceId: fields.traceId || null,
     queue,
     partition,
     partitionId,
-    data: parseJson(fields.d ?? 'null'),
-    producerSub: fields.s || null,
+    data: parseJson(fields.data),
+    producerSub: fields.producerSub || null,
     createdAt: new Date(streamIdTime(entry[0])).toISOString(),
   };
 }
@@ -135,7 +136,7 @@ export class RedisMessages implements MessageBrowser {
         const leasedUpTo = exp !== null && Number(exp) > now ? upto : null;
         const partition = decodeURIComponent(encoded);
         entries.forEach(([streamId, list], index) => {
-          const fields = fieldsOf(list);
+          const fields = entryFields(list);
           const status = dead.has(`${encoded}\n${streamId}`)
             ? 'dead_letter'
             : compareStreamIds(streamId, position) <= 0 || resolvedAhead[index] === 1
@@ -148,10 +149,10 @@ export class RedisMessages implements MessageBrowser {
             at,
             // Ties (one millisecond) break on the message id, as in process: stream ids of two
             // partitions do not order their messages.
-            id: fields.m ?? '',
+            id: fields.id,
             row: {
-              id: fields.m ?? '',
-              transactionId: fields.t ?? '',
+              id: fields.id,
+              transactionId: fields.transactionId,
               partitionId,
               queue,
               partition,

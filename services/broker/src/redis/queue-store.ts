@@ -24,6 +24,7 @@ import type {
 } from '../storage.js';
 import { forEachBounded, QUEUES_IN_FLIGHT } from './bounded.js';
 import { decode, encode, type RedisBackend, type Reply } from './context.js';
+import { readRecord } from './message-record.js';
 import { ackRuns, pushItemArguments, RedisTransactions } from './transactions.js';
 
 /** How long the lease index outlives its lease (an extension arriving late still finds it). */
@@ -132,20 +133,18 @@ export class RedisQueueStore implements QueueStore {
       ],
     );
     const partitions = reply[1].map(([partition, partitionId, leaseId, expiresAt, flat]) => {
-      // 7 entries per message (pop-1.lua): streamId, id, transactionId, traceId, data,
-      // producerSub, retryCount.
+      // 3 entries per message (pop-1.lua): streamId, record, retryCount.
       const messages: StoredMessage[] = [];
-      for (let k = 0; k < flat.length; k += 7) {
-        const traceId = flat[k + 3] as string;
-        const producerSub = flat[k + 5] as string;
+      for (let k = 0; k < flat.length; k += 3) {
+        const { id, transactionId, traceId, data, producerSub } = readRecord(flat[k + 1] as string);
         messages.push({
-          id: flat[k + 1] as string,
-          transactionId: flat[k + 2] as string,
+          id,
+          transactionId,
           traceId: traceId === '' ? null : traceId,
-          data: flat[k + 4] as string,
+          data,
           producerSub: producerSub === '' ? null : producerSub,
           createdAt: streamIdTime(flat[k] as string),
-          retryCount: Number(flat[k + 6]),
+          retryCount: Number(flat[k + 2]),
         });
       }
       return {

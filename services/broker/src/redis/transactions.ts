@@ -31,6 +31,7 @@ import type {
   TransactionOutcome,
 } from '../storage.js';
 import { encode, type RedisBackend, type Reply, slotTag } from './context.js';
+import { messageRecord } from './message-record.js';
 
 /**
  * The queue whose outbox holds the hub updates of a transaction that touches no queue (never
@@ -56,15 +57,7 @@ const ABORTED_DECISION_MEMORY_S = 3600;
 
 /** One item's ARGV entries, in the order read_push_item (lua/includes/read-push-item.lua) reads them. */
 export function pushItemArguments(item: PushItem, partitionId: string): string[] {
-  return [
-    encode(item.partition),
-    partitionId,
-    item.transactionId,
-    item.messageId,
-    item.traceId ?? '',
-    item.data,
-    item.producerSub ?? '',
-  ];
+  return [encode(item.partition), partitionId, item.transactionId, item.messageId, messageRecord(item)];
 }
 
 /** One ack's ARGV entries, in the order ack_many (lua/includes/ack-many.lua) reads them. */
