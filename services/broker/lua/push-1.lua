@@ -4,8 +4,9 @@
   ARGV[1]   namespace: stored when the queue is created
   ARGV[2]   task: stored when the queue is created
   ARGV[3..] items: 5 entries each (PUSH_ITEM_ARGS): partition (URI-encoded), partitionId,
-            transactionId, messageId, record (the message as its stream keeps it,
-            includes/message-fields.lua)
+            transactionId, messageId, message (the record its stream keeps,
+            includes/message-fields.lua, or it after '5': stored as five fields then,
+            includes/push-items.lua)
   Returns { 'OK', {status, messageId}..., intents } (status 1 queued, 0 duplicate; intents: how
   many the queue's bridge recorded in its outbox, includes/outbox.lua) or
   { 'FULL', size, maxSize } when maxSize would be exceeded, or { 'CLEAR' } when the queue has

@@ -84,6 +84,8 @@ export interface RedisStorageOptions {
    * default, which runs this same code on an in-process Redis (storage-embedded.ts).
    */
   readonly kind?: 'redis' | 'memory';
+  /** How often and how long the node counts record readers (record-readers.ts; tests shorten them). */
+  readonly recordReaders?: { readonly intervalMs?: number; readonly quietMs?: number };
   /** Closed after this storage's connections (the embedded default's in-process Redis). */
   readonly owns?: { close(): Promise<void> };
 }
@@ -118,6 +120,8 @@ export class RedisStorage implements BrokerStorage {
       clock: options.clock ?? systemClock,
       transactionDeadlineMs: options.transactionDeadlineMs ?? 30_000,
       scripts: options.scripts ?? loadBrokerScripts({ clock: options.scriptClock ?? 'redis' }),
+      shared: this.kind === 'redis',
+      ...(options.recordReaders ? { recordReaders: options.recordReaders } : {}),
     });
     this.backend = backend;
     this.queues = new RedisQueueStore(backend);
@@ -126,7 +130,7 @@ export class RedisStorage implements BrokerStorage {
     this.deadLetters = new RedisDeadLetters(backend);
     this.groups = new RedisGroups(backend);
     this.traces = new RedisTraces(backend.redis, (...parts) => backend.key(...parts), backend.clock);
-    const control = backend.key('control');
+    const { control, recordReaders } = backend;
     this.flags = new RedisFlags(backend.redis, backend.key('flags'), control);
     this.housekeeping = new RedisHousekeeping(backend);
     this.availability = backend.notifications;
@@ -148,11 +152,25 @@ export class RedisStorage implements BrokerStorage {
     // Control messages sent while this node was away are lost: read the flags afresh.
     subscriber.on('ready', () => this.flags.forget());
     onShardedMessage(subscriber, (channel: string, message: string) => {
-      if (channel !== control) backend.notifications.receive(message);
-      else if (!backend.registry.onControl(message)) this.flags.forget();
+      if (channel === control) {
+        if (!backend.registry.onControl(message)) this.flags.forget();
+      } else if (channel !== recordReaders?.channel) {
+        backend.notifications.receive(message);
+      }
     });
-    // Re-subscribed by ioredis after a reconnect (autoResubscribe).
-    void subscribeSharded(subscriber, control).catch(() => undefined);
+    // Re-subscribed by ioredis after a reconnect (autoResubscribe). The record readers' channel
+    // first: this node is never counted on the control channel alone (record-readers.ts).
+    const subscribed = subscribeSharded(
+      subscriber,
+      ...(recordReaders ? [recordReaders.channel] : []),
+      control,
+    ).catch(() => undefined);
+    recordReaders?.start(subscribed);
+  }
+
+  /** Whether pushes write message records now, or five fields for a node of an earlier release (record-readers.ts). */
+  get writesRecords(): boolean {
+    return this.backend.writesRecords;
   }
 
   /** The topology given at construction (for BullMQ connections of the maintenance module). */
@@ -160,8 +178,12 @@ export class RedisStorage implements BrokerStorage {
     return this.options.topology;
   }
 
-  ready(): Promise<string | undefined> {
-    return this.backend.ready();
+  async ready(): Promise<string | undefined> {
+    const problem = await this.backend.ready();
+    if (problem !== undefined) return problem;
+    // Ready once it has counted the nodes that read message records (record-readers.ts).
+    const counted = this.backend.recordReaders?.counted ?? true;
+    return counted ? undefined : 'counting the broker nodes that read message records';
   }
 
   async close(): Promise<void> {

@@ -188,6 +188,7 @@ describe('a release that cannot reach its share', () => {
             producerSub: null,
           },
           partitionIdOf(target, 'Default'),
+          true,
         ),
       ],
     );

@@ -214,7 +214,13 @@ for (const place of PLACES)
         data: JSON.stringify(payload),
         producerSub: null,
       };
-      return ['push', '1', namespace, task, ...pushItemArguments(item, partitionIdOf(queue, 'Default'))];
+      return [
+        'push',
+        '1',
+        namespace,
+        task,
+        ...pushItemArguments(item, partitionIdOf(queue, 'Default'), true),
+      ];
     }
 
     /**

@@ -35,7 +35,13 @@ export {
   type ScriptSet,
   scriptNamed,
 } from './scripts.js';
-export { onShardedMessage, publishSharded, subscribeSharded, unsubscribeSharded } from './sharded.js';
+export {
+  onShardedMessage,
+  publishSharded,
+  shardedSubscriberCounts,
+  subscribeSharded,
+  unsubscribeSharded,
+} from './sharded.js';
 export {
   type ClusterTopology,
   checkRedisUrl,

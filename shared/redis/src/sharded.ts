@@ -44,6 +44,33 @@ export async function unsubscribeSharded(client: RedisClient, ...channels: reado
   }
 }
 
+/**
+ * How many subscribers each of `channels` has (subscribed with `subscribeSharded`): NUMSUB on
+ * standalone and Sentinel; on a Cluster SHARDNUMSUB asked of every node and summed (a node
+ * that does not own a channel's slot counts 0 for it; a subscriber may sit on a replica).
+ */
+export async function shardedSubscriberCounts(
+  client: RedisClient,
+  channels: readonly string[],
+): Promise<number[]> {
+  const counts = channels.map(() => 0);
+  const add = (reply: unknown) => {
+    const list = reply as (string | number)[];
+    channels.forEach((_, index) => {
+      counts[index] = (counts[index] ?? 0) + Number(list[index * 2 + 1] ?? 0);
+    });
+  };
+  if (isCluster(client)) {
+    const replies = await Promise.all(
+      client.nodes('all').map((node) => node.call('PUBSUB', 'SHARDNUMSUB', ...channels)),
+    );
+    replies.forEach(add);
+  } else {
+    add(await client.call('PUBSUB', 'NUMSUB', ...channels));
+  }
+  return counts;
+}
+
 /** Calls `listener` for every message of the channels subscribed with `subscribeSharded`; returns the remover. */
 export function onShardedMessage(
   client: RedisClient,

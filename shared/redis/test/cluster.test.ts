@@ -19,6 +19,7 @@ import {
   redisTopologyFromEnv,
   runScript,
   scriptNamed,
+  shardedSubscriberCounts,
   subscribeSharded,
 } from '../src/index.js';
 
@@ -117,6 +118,17 @@ test('sharded pub/sub: SSUBSCRIBE per channel slot, SPUBLISH reaches the subscri
   }
   await waitFor(() => received.length === channels.length, { what: 'three sharded messages' });
   assert.deepEqual(received.sort(), channels.map((channel) => [channel, `to ${channel}`]).sort());
+});
+
+test('sharded subscriber counts: each channel counted on the shard that owns it, summed over the nodes', async () => {
+  const client = connect();
+  const tags = [...(await tagPerPrimary()).values()];
+  const channels = tags.map((tag) => `${tag}:counted`);
+  const both = connect({ forSubscriber: true });
+  const first = connect({ forSubscriber: true });
+  await subscribeSharded(both, ...channels);
+  await subscribeSharded(first, channels[0] as string);
+  assert.deepEqual(await shardedSubscriberCounts(client, [...channels, 'nobody:counted']), [2, 1, 1, 0]);
 });
 
 test('a command to a paused primary is refused by its deadline; other shards keep answering', async () => {

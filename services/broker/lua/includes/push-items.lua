@@ -4,7 +4,12 @@
 --@include outbox
 --@include queue-depth
 --@include record-data
+--@include record-fields
 --@include schedule-trim
+
+-- A message argument starting with this byte ('5', redis/message-record.ts FIVE_FIELDS) is a
+-- record to store as the five fields of earlier releases: a node of one is connected.
+local FIVE_FIELDS = string.byte('5')
 
 -- Appends the items of one queue (read_push_item's tables).
 -- Returns per item {status, messageId} (status 1 queued, 0 duplicate) or nil, size when full.
@@ -76,7 +81,13 @@ local function push_items(base, items, cfg, now, namespace, task)
   for i, it in ipairs(items) do
     if results[i][1] == 1 and not again[i] then
       local p = it.partition
-      local id = redis.call('XADD', base .. 's:' .. p, new_entry_id(), 'r', it.message)
+      local id
+      if string.byte(it.message, 1) == FIVE_FIELDS then
+        local m, t, tr, d, s = record_fields(string.sub(it.message, 2))
+        id = redis.call('XADD', base .. 's:' .. p, new_entry_id(), 'm', m, 't', t, 'tr', tr, 'd', d, 's', s)
+      else
+        id = redis.call('XADD', base .. 's:' .. p, new_entry_id(), 'r', it.message)
+      end
       if bridge_pushed then
         outbox_bridge(base, cfg, 'pushed', p, it.messageId, it.transactionId, '', record_data(it.message))
       end

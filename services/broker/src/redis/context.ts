@@ -17,6 +17,7 @@ import {
 import { namespaceAndTask } from '../identifiers.js';
 import { Notifications } from './notifications.js';
 import { RedisOutbox } from './outbox.js';
+import { RecordReaders } from './record-readers.js';
 import { RedisRegistry } from './registry.js';
 import { MARKER_SUFFIX, type ReplicaAck, ReplicatedWrites } from './replication.js';
 
@@ -92,6 +93,13 @@ export interface RedisBackendOptions {
   /** How long a transaction across slots may stay undecided before recovery decides it (ms). */
   readonly transactionDeadlineMs: number;
   readonly scripts: ScriptSet;
+  /**
+   * Whether other broker nodes, maybe of an earlier release, can share this Redis: false for
+   * the embedded default (the process's own), where pushes always write message records.
+   */
+  readonly shared: boolean;
+  /** How often and how long record-readers.ts counts (tests shorten them). */
+  readonly recordReaders?: { readonly intervalMs?: number; readonly quietMs?: number };
 }
 
 /**
@@ -126,6 +134,13 @@ export class RedisBackend {
   readonly notifications: Notifications;
   /** The outboxes (outbox.ts): the data path tells it when a script recorded intents. */
   readonly outbox: RedisOutbox;
+  /** The control channel every node subscribes to (storage-redis.ts). */
+  readonly control: string;
+  /**
+   * Whether pushes write message records, or the five fields while a broker node of an earlier
+   * release is connected (record-readers.ts); undefined: always records (the embedded default).
+   */
+  readonly recordReaders: RecordReaders | undefined;
   private readonly prefix: string;
   private readonly slotGroup: SlotGroup;
   private readonly scripts: ScriptSet;
@@ -159,6 +174,16 @@ export class RedisBackend {
     outages.watch(this.subscriber, 'herald-broker-notify');
     if (this.writer) outages.watch(this.writer, 'herald-broker-writer');
     this.registry = new RedisRegistry(this.redis, (...parts) => this.key(...parts));
+    this.control = this.key('control');
+    this.recordReaders = options.shared
+      ? new RecordReaders({
+          redis: this.redis,
+          control: this.control,
+          clock: this.clock,
+          log: options.log,
+          ...options.recordReaders,
+        })
+      : undefined;
     this.outbox = new RedisOutbox(this);
     // docs/broker-topologies.md "Redis topologies": one channel per queue in its slot on Cluster, one for all otherwise.
     this.notifications = new Notifications(
@@ -166,6 +191,11 @@ export class RedisBackend {
       this.subscriber,
       this.oneSlot ? (queue) => `${this.base(queue)}notify` : this.key('notify'),
     );
+  }
+
+  /** Whether a push writes message records now (false: the five fields; record-readers.ts). */
+  get writesRecords(): boolean {
+    return this.recordReaders?.open ?? true;
   }
 
   /** A global key: `<prefix><parts joined by ':'>`. */
@@ -213,6 +243,7 @@ export class RedisBackend {
   async close(): Promise<void> {
     // Bounded even with Redis down (close.ts): QUIT only on a live connection.
     this.registry.stop();
+    this.recordReaders?.stop();
     this.notifications.close();
     await Promise.all(
       [this.redis, this.subscriber, this.writer].map((client) => (client ? closeRedis(client) : undefined)),

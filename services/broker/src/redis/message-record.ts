@@ -9,6 +9,12 @@
 import type { PushItem } from '../push-item.js';
 import { wellFormed } from '../validation.js';
 
+/**
+ * Before a record in a push's arguments: store the five fields (push_items in
+ * lua/includes/push-items.lua), for a node of an earlier release to read (record-readers.ts).
+ */
+export const FIVE_FIELDS = '5';
+
 /** The fields of a stored message, '' where it has no trace or producer. */
 export interface MessageFields {
   id: string;

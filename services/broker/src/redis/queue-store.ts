@@ -74,8 +74,9 @@ export class RedisQueueStore implements QueueStore {
       const base = backend.base(queue);
       const { namespace, task } = namespaceAndTask(queue);
       const args: (string | number)[] = [namespace, task];
+      const records = backend.writesRecords;
       for (const { item, partitionId } of list) {
-        args.push(...pushItemArguments(item, partitionId));
+        args.push(...pushItemArguments(item, partitionId, records));
       }
       const reply = await backend.run<Reply[]>('push', [base], args);
       if (reply[0] === 'CLEAR') {

@@ -31,7 +31,7 @@ import type {
   TransactionOutcome,
 } from '../storage.js';
 import { encode, type RedisBackend, type Reply, slotTag } from './context.js';
-import { messageRecord } from './message-record.js';
+import { FIVE_FIELDS, messageRecord } from './message-record.js';
 
 /**
  * The queue whose outbox holds the hub updates of a transaction that touches no queue (never
@@ -55,9 +55,20 @@ const RECOVERY_BATCH = 50;
  */
 const ABORTED_DECISION_MEMORY_S = 3600;
 
-/** One item's ARGV entries, in the order read_push_item (lua/includes/read-push-item.lua) reads them. */
-export function pushItemArguments(item: PushItem, partitionId: string): string[] {
-  return [encode(item.partition), partitionId, item.transactionId, item.messageId, messageRecord(item)];
+/**
+ * One item's ARGV entries, in the order read_push_item (lua/includes/read-push-item.lua) reads
+ * them. `records` false (a node of an earlier release is connected: record-readers.ts): the
+ * record goes prefixed with FIVE_FIELDS, and the script stores its five fields instead.
+ */
+export function pushItemArguments(item: PushItem, partitionId: string, records: boolean): string[] {
+  const record = messageRecord(item);
+  return [
+    encode(item.partition),
+    partitionId,
+    item.transactionId,
+    item.messageId,
+    records ? record : FIVE_FIELDS + record,
+  ];
 }
 
 /** One ack's ARGV entries, in the order ack_many (lua/includes/ack-many.lua) reads them. */
@@ -187,7 +198,7 @@ export class RedisTransactions {
           index,
           queue: item.queue,
           kind: 'push',
-          rest: [namespace, task, ...pushItemArguments(item, partitionId)],
+          rest: [namespace, task, ...pushItemArguments(item, partitionId, backend.writesRecords)],
         });
         touched.add(item.queue);
         pushes[index] = { queue: item.queue, partitionId };

@@ -260,13 +260,14 @@ export class RedisStreams implements StreamsStorage {
     const local: number[] = [];
     const localArgs: (string | number)[] = [];
     const shares = new Map<string, Share>();
+    const records = this.backend.writesRecords;
     for (const [index, item] of input.pushItems.entries()) {
       const { namespace, task } = namespaceAndTask(item.queue);
       const partitionId = partitionIdOf(item.queue, item.partition);
       const key = keyOf(item.queue);
       if (key !== undefined) {
         local.push(index);
-        localArgs.push(key, namespace, task, item.queue, ...pushItemArguments(item, partitionId));
+        localArgs.push(key, namespace, task, item.queue, ...pushItemArguments(item, partitionId, records));
         continue;
       }
       const tag = slotTag(backend.base(item.queue));
@@ -279,7 +280,7 @@ export class RedisStreams implements StreamsStorage {
         index,
         queue: item.queue,
         kind: 'push',
-        rest: [namespace, task, ...pushItemArguments(item, partitionId)],
+        rest: [namespace, task, ...pushItemArguments(item, partitionId, records)],
       });
     }
     args.push(local.length, ...localArgs);

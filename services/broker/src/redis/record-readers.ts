@@ -1,0 +1,122 @@
+/*
+ * Whether every broker node on this Redis reads message records (message-record.ts). A node of
+ * a release before them reads a record as an entry without fields, and would hand its consumer
+ * an empty message: while one is connected (a rolling update, a rollback), pushes write the five
+ * fields instead, which every release reads.
+ *
+ * Every node subscribes to the control channel; nodes that read records also to READERS beside
+ * it. More subscribers on the control channel than on READERS: a node of an earlier release is
+ * connected. Records are written again once none has been seen for `quietMs` (a node away for a
+ * reconnect comes back), or at once when none was ever seen since this node started. Asked
+ * every `intervalMs`; until the first answer, and while Redis cannot answer, the last verdict
+ * holds (five fields before the first).
+ */
+import { type Clock, type OutageLogger, type RedisClient, shardedSubscriberCounts } from '@herald/redis';
+
+export interface RecordReadersOptions {
+  readonly redis: RedisClient;
+  /** The control channel every broker node subscribes to. */
+  readonly control: string;
+  readonly clock: Clock;
+  readonly log: OutageLogger;
+  /** How often the subscribers are counted (ms). */
+  readonly intervalMs?: number;
+  /** How long no node of an earlier release must be seen before records are written again (ms). */
+  readonly quietMs?: number;
+}
+
+export const RECORD_READERS_INTERVAL_MS = 5000;
+export const RECORD_READERS_QUIET_MS = 30_000;
+
+/** The channel only record-reading nodes subscribe to, in the control channel's slot. */
+export function readersChannel(control: string): string {
+  return control.includes('{') ? `${control}:record-readers` : `{${control}}:record-readers`;
+}
+
+export class RecordReaders {
+  readonly channel: string;
+  private writeRecords = false;
+  /** When a node of an earlier release was last seen (ms on the clock), -Infinity: never. */
+  private olderSeenAt = Number.NEGATIVE_INFINITY;
+  private cancel: (() => void) | undefined;
+  private stopped = false;
+  private readonly intervalMs: number;
+  private readonly quietMs: number;
+  /** The first count (or its failure) is over: a node reports ready after it. */
+  private countedOnce = false;
+
+  constructor(private readonly options: RecordReadersOptions) {
+    this.channel = readersChannel(options.control);
+    this.intervalMs = options.intervalMs ?? RECORD_READERS_INTERVAL_MS;
+    this.quietMs = options.quietMs ?? RECORD_READERS_QUIET_MS;
+  }
+
+  /**
+   * Counts once `subscribed` settles (this node's own subscriptions to READERS, then the control
+   * channel: counted before them, it would see itself as a node of an earlier release), then
+   * every intervalMs.
+   */
+  start(subscribed: Promise<unknown>): void {
+    void subscribed
+      .catch(() => undefined)
+      .then(() => this.check())
+      .then(() => {
+        this.countedOnce = true;
+        this.schedule();
+      });
+  }
+
+  /** Whether the first count is over (answered, or refused by a Redis away). */
+  get counted(): boolean {
+    return this.countedOnce;
+  }
+
+  /** True: pushes write records; false: the five fields (a node of an earlier release may read them). */
+  get open(): boolean {
+    return this.writeRecords;
+  }
+
+  /** Counts the subscribers now; returns the verdict. Redis away: the last verdict holds. */
+  async check(): Promise<boolean> {
+    let counts: number[];
+    try {
+      counts = await shardedSubscriberCounts(this.options.redis, [this.options.control, this.channel]);
+    } catch {
+      return this.writeRecords;
+    }
+    const [all = 0, readers = 0] = counts;
+    const now = this.options.clock.now();
+    const older = all - readers;
+    if (older > 0) {
+      this.olderSeenAt = now;
+      if (this.writeRecords) {
+        this.options.log.warn(
+          { olderNodes: older },
+          'message records: a broker node of an earlier release is connected; pushes write five-field entries',
+        );
+      }
+      this.writeRecords = false;
+    } else if (!this.writeRecords && now - this.olderSeenAt >= this.quietMs) {
+      if (this.olderSeenAt > Number.NEGATIVE_INFINITY) {
+        this.options.log.info(
+          {},
+          'message records: every connected broker node reads them; pushes write records',
+        );
+      }
+      this.writeRecords = true;
+    }
+    return this.writeRecords;
+  }
+
+  stop(): void {
+    this.stopped = true;
+    this.cancel?.();
+  }
+
+  private schedule(): void {
+    if (this.stopped) return;
+    this.cancel = this.options.clock.timer(this.options.clock.now() + this.intervalMs, () => {
+      void this.check().then(() => this.schedule());
+    });
+  }
+}

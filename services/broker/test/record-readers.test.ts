@@ -1,0 +1,131 @@
+/*
+ * A broker node of a release before message records reads a record as an entry without fields
+ * (its consumer would get an empty message). While one is connected to the same Redis (a
+ * rolling update, a rollback), pushes write the five fields every release reads; records again
+ * once none has been seen for the quiet time (redis/record-readers.ts). A node of an earlier
+ * release is played by a connection subscribed to the control channel only, as such a node's is.
+ */
+import assert from 'node:assert/strict';
+import { after, describe, test } from 'node:test';
+import { KeyClock } from '@herald/redis';
+import { stopTestRedis, testRedisUrl, uniquePrefix, waitFor } from '@herald/testkit';
+import { Redis } from 'ioredis';
+import { entryFields } from '../src/redis/message-record.js';
+import { QUEUE_MODE } from '../src/storage.js';
+import { RedisStorage } from '../src/storage-redis.js';
+
+after(() => stopTestRedis());
+
+const INTERVAL_MS = 1000;
+const QUIET_MS = 5000;
+const QUEUE = 'record-readers';
+
+describe('message records while a node of an earlier release is connected (redis)', () => {
+  test('five fields while it is connected, records once it has been gone for the quiet time', async () => {
+    const url = await testRedisUrl();
+    const prefix = uniquePrefix('record-readers');
+    const redis = new Redis(url);
+    let older = new Redis(url);
+    await older.subscribe(`${prefix}control`);
+    const clock = new KeyClock(Date.now());
+    const storage = new RedisStorage({
+      topology: { kind: 'standalone', url },
+      prefix,
+      log: { warn: () => undefined, info: () => undefined },
+      clock,
+      recordReaders: { intervalMs: INTERVAL_MS, quietMs: QUIET_MS },
+    });
+    const stream = `${prefix}{${QUEUE}}:s:Default`;
+    let pushed = 0;
+    /** Pushes one message; answers the first field of the entry it stored: 'r' for a record. */
+    const push = async (): Promise<string> => {
+      pushed++;
+      await storage.queues.push([
+        {
+          queue: QUEUE,
+          partition: 'Default',
+          transactionId: `t${pushed} "quoted"\n`,
+          messageId: `m${pushed}`,
+          traceId: null,
+          data: JSON.stringify({ n: pushed }),
+          producerSub: null,
+        },
+      ]);
+      const [entry] = (await redis.xrevrange(stream, '+', '-', 'COUNT', 1)) as [string, string[]][];
+      assert.ok(entry);
+      assert.equal(entryFields(entry[1]).transactionId, `t${pushed} "quoted"\n`);
+      return entry[1][0] as string;
+    };
+    const subscribers = async () =>
+      (await redis.call('PUBSUB', 'NUMSUB', `${prefix}control`)) as [string, number];
+    try {
+      await waitFor(async () => (await storage.ready()) === undefined, { what: 'ready' });
+      assert.equal(storage.writesRecords, false, 'a node of an earlier release is connected');
+      assert.equal(await push(), 'm');
+
+      older.disconnect();
+      await waitFor(async () => (await subscribers())[1] === 1, { what: 'the older node gone' });
+      await clock.advance(INTERVAL_MS);
+      assert.equal(await push(), 'm', 'gone for less than the quiet time: still five fields');
+      await clock.advance(QUIET_MS);
+      await waitFor(() => storage.writesRecords, { what: 'records again' });
+      assert.equal(await push(), 'r');
+
+      older = new Redis(url);
+      await older.subscribe(`${prefix}control`);
+      await clock.advance(INTERVAL_MS);
+      await waitFor(() => !storage.writesRecords, { what: 'five fields again' });
+      assert.equal(await push(), 'm');
+
+      const popped = await storage.queues.pop({
+        queue: QUEUE,
+        partition: undefined,
+        group: QUEUE_MODE,
+        batch: 10,
+        maxPartitions: 1,
+        leaseId: 'lease-1',
+        subscription: { mode: 'all' },
+      });
+      assert.deepEqual(
+        popped.partitions[0]?.messages.map((message) => [message.id, message.transactionId, message.data]),
+        [1, 2, 3, 4].map((n) => [`m${n}`, `t${n} "quoted"\n`, JSON.stringify({ n })]),
+        'every entry pops alike, whatever its layout',
+      );
+    } finally {
+      await storage.close();
+      older.disconnect();
+      redis.disconnect();
+    }
+  });
+
+  test('a node alone writes records from its first push', async () => {
+    const url = await testRedisUrl();
+    const prefix = uniquePrefix('record-readers');
+    const redis = new Redis(url);
+    const storage = new RedisStorage({
+      topology: { kind: 'standalone', url },
+      prefix,
+      log: { warn: () => undefined, info: () => undefined },
+    });
+    try {
+      await waitFor(async () => (await storage.ready()) === undefined, { what: 'ready' });
+      assert.equal(storage.writesRecords, true);
+      await storage.queues.push([
+        {
+          queue: QUEUE,
+          partition: 'Default',
+          transactionId: 't',
+          messageId: 'm',
+          traceId: null,
+          data: '1',
+          producerSub: null,
+        },
+      ]);
+      const [entry] = (await redis.xrange(`${prefix}{${QUEUE}}:s:Default`, '-', '+')) as [string, string[]][];
+      assert.equal(entry?.[1][0], 'r');
+    } finally {
+      await storage.close();
+      redis.disconnect();
+    }
+  });
+});
