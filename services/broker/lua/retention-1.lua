@@ -23,10 +23,10 @@
 --@include call-chunked
 --@include ckey
 --@include clock
+--@include entry-transaction
 --@include fmt
 --@include id-cmp
 --@include id-ms
---@include message-fields
 --@include position
 --@include queue-config
 
@@ -56,8 +56,7 @@ local function drop(p, doomed, prefix)
   local ids, txns = {}, {}
   for k, e in ipairs(doomed) do
     ids[k] = e[1]
-    local _, t = message_fields(e)
-    txns[k] = t
+    txns[k] = entry_transaction(e)
   end
   call_chunked('HDEL', base .. 'd:' .. p, txns)
   local last = ids[#ids]

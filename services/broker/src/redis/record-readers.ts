@@ -25,8 +25,8 @@ export interface RecordReadersOptions {
   readonly quietMs?: number;
 }
 
-export const RECORD_READERS_INTERVAL_MS = 5000;
-export const RECORD_READERS_QUIET_MS = 30_000;
+const RECORD_READERS_INTERVAL_MS = 5000;
+const RECORD_READERS_QUIET_MS = 30_000;
 
 /** The channel only record-reading nodes subscribe to, in the control channel's slot. */
 export function readersChannel(control: string): string {
