@@ -115,9 +115,52 @@ describe('console: the queue bridge and the outbox relay (admin, headless Chromi
     );
   });
 
+  test("a queue's page never shows the previous queue's options: its late answer is dropped", async () => {
+    // The previous queue's answer is held until the next queue's page has loaded, then let go.
+    const slowDetail = `**/api/v1/status/queues/${encodeURIComponent(SLOW)}`;
+    let release = () => {};
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    await page.route(slowDetail, async (route) => {
+      await held;
+      await route.continue();
+    });
+    try {
+      await page.goto(`${broker.url}/console/#/queues`);
+      const asked = page.waitForRequest((request) =>
+        request.url().endsWith(`/api/v1/status/queues/${encodeURIComponent(SLOW)}`),
+      );
+      await page.goto(`${broker.url}/console/#/queues/${SLOW}`);
+      await asked;
+      const late = page.waitForResponse((response) =>
+        response.url().endsWith(`/api/v1/status/queues/${encodeURIComponent(SLOW)}`),
+      );
+      await page.goto(`${broker.url}/console/#/queues/${REFUSED}`);
+      const topic = page.getByTestId('bridge-form').locator('input[name=bridgeTopic]');
+      await topic.waitFor();
+      assert.equal(await topic.inputValue(), '');
+      release();
+      await (await late).finished();
+      // What the answer's handler renders is on screen once the page has drawn twice more.
+      await page.evaluate(
+        'new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve)))',
+      );
+      assert.equal(await page.getByTestId('queue-name').textContent(), REFUSED);
+      assert.equal(await topic.inputValue(), '', "the previous queue's late answer is not shown");
+    } finally {
+      release();
+      await page.unroute(slowDetail);
+    }
+  });
+
   test("the broker's 400 is shown as the error, and nothing changes", async () => {
     await page.goto(`${broker.url}/console/#/queues/${REFUSED}`);
     const topic = page.getByTestId('bridge-form').locator('input[name=bridgeTopic]');
+    // The form shown is this queue's (the previous page's bridge topic is not empty).
+    await page.waitForFunction(
+      "document.querySelector('[data-testid=bridge-form] input[name=bridgeTopic]')?.value === ''",
+    );
     await topic.fill('https://example.com/refused/{nope}');
     assert.match(await save(), /options\.bridgeTopic names \{nope\}/);
     const options = (await api('POST', '/api/v1/configure', { queue: REFUSED, options: {} })).body.options;

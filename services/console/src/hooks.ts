@@ -1,28 +1,40 @@
-import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
+import { useCallback, useEffect, useMemo, useRef, useState } from 'preact/hooks';
 
-/** Polls `load` every `intervalMs` while the view is shown (live refresh without reloading). */
+/**
+ * Polls `load` every `intervalMs` while the view is shown (live refresh without reloading). The
+ * caller's deps name what is loaded (a view's parameters): when they change, the data of the
+ * previous ones is no longer returned, not even for the render that changed them, and an answer
+ * for them that arrives late is dropped (a queue's page must never show another queue's options).
+ */
 export function usePoll<T>(load: () => Promise<T>, intervalMs: number, deps: readonly unknown[] = []) {
-  const [data, setData] = useState<T | undefined>(undefined);
+  const generations = useRef(0);
+  // Counted during the render that changes the deps, so that render already drops the old data.
+  const generation = useMemo(() => ++generations.current, deps);
+  const [loaded, setLoaded] = useState<{ generation: number; data: T } | undefined>(undefined);
   const [error, setError] = useState<string | undefined>(undefined);
   const [loadedAt, setLoadedAt] = useState<number | undefined>(undefined);
   const loadRef = useRef(load);
   loadRef.current = load;
   const reload = useCallback(async () => {
+    const asked = generations.current;
     try {
-      setData(await loadRef.current());
+      const data = await loadRef.current();
+      if (asked !== generations.current) return;
+      setLoaded({ generation: asked, data });
       setError(undefined);
       setLoadedAt(Date.now());
     } catch (caught) {
+      if (asked !== generations.current) return;
       setError(caught instanceof Error ? caught.message : String(caught));
     }
   }, []);
   // The caller's deps restart the poll (a view's parameters changed).
   useEffect(() => {
-    setData(undefined);
     void reload();
     const timer = setInterval(() => void reload(), intervalMs);
     return () => clearInterval(timer);
-  }, [intervalMs, reload, ...deps]);
+  }, [intervalMs, reload, generation]);
+  const data = loaded?.generation === generation ? loaded.data : undefined;
   return { data, error, loadedAt, reload };
 }
 
