@@ -11,6 +11,7 @@ import { KeyClock } from '@herald/redis';
 import { stopTestRedis, testRedisUrl, uniquePrefix, waitFor } from '@herald/testkit';
 import { Redis } from 'ioredis';
 import { entryFields } from '../src/redis/message-record.js';
+import { RecordReaders } from '../src/redis/record-readers.js';
 import { QUEUE_MODE } from '../src/storage.js';
 import { RedisStorage } from '../src/storage-redis.js';
 
@@ -94,6 +95,30 @@ describe('message records while a node of an earlier release is connected (redis
     } finally {
       await storage.close();
       older.disconnect();
+      redis.disconnect();
+    }
+  });
+
+  test('a count without this node in it opens nothing', async () => {
+    const url = await testRedisUrl();
+    const redis = new Redis(url);
+    const subscriber = new Redis(url);
+    const control = `${uniquePrefix('record-readers')}control`;
+    const readers = new RecordReaders({
+      redis,
+      control,
+      clock: new KeyClock(Date.now()),
+      log: { warn: () => undefined, info: () => undefined },
+    });
+    try {
+      // Nobody subscribed, this node included (a Cluster client that has not found its nodes
+      // answers the same): no count to go by.
+      assert.equal(await readers.check(), false);
+      await subscriber.subscribe(readers.channel, control);
+      assert.equal(await readers.check(), true);
+    } finally {
+      readers.stop();
+      subscriber.disconnect();
       redis.disconnect();
     }
   });

@@ -7,7 +7,8 @@
  * Every node subscribes to the control channel; nodes that read records also to READERS beside
  * it. More subscribers on the control channel than on READERS: a node of an earlier release is
  * connected. Records are written again once none has been seen for `quietMs` (a node away for a
- * reconnect comes back), or at once when none was ever seen since this node started. Asked
+ * reconnect comes back), or at once when none was ever seen since this node started, and only on
+ * a count that includes this node's own subscription (one that does not has nothing to go by). Asked
  * every `intervalMs`; until the first answer, and while Redis cannot answer, the last verdict
  * holds (five fields before the first).
  */
@@ -96,6 +97,9 @@ export class RecordReaders {
         );
       }
       this.writeRecords = false;
+    } else if (readers === 0) {
+      // This node's own subscription is not in the count (a Cluster client that has not found
+      // its nodes yet, a subscriber reconnecting): nothing to open on.
     } else if (!this.writeRecords && now - this.olderSeenAt >= this.quietMs) {
       if (this.olderSeenAt > Number.NEGATIVE_INFINITY) {
         this.options.log.info(
