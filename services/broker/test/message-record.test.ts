@@ -59,6 +59,22 @@ async function popAll(api: BrokerClient, queue: string) {
   }[];
 }
 
+/** Acks `messages` as completed in one batch; every ack succeeds. */
+async function completeAll(api: BrokerClient, messages: Awaited<ReturnType<typeof popAll>>): Promise<void> {
+  const done = await api.ackBatch({
+    acknowledgments: messages.map((message) => ({
+      transactionId: message.transactionId,
+      partitionId: message.partitionId,
+      leaseId: message.leaseId,
+      status: 'completed',
+    })),
+  });
+  assert.deepEqual(
+    done.body.map((result: { success: boolean }) => result.success),
+    messages.map(() => true),
+  );
+}
+
 /**
  * Checks the message list, pops `expected` (in order), dead-letters the first and completes the
  * rest, checks the dead letters, requeues the first and pops it again.
@@ -97,18 +113,7 @@ async function readEveryWay(api: BrokerClient, queue: string, expected: Sent[]):
     'the dead letter',
   );
 
-  const done = await api.ackBatch({
-    acknowledgments: popped.slice(1).map((message) => ({
-      transactionId: message.transactionId,
-      partitionId: message.partitionId,
-      leaseId: message.leaseId,
-      status: 'completed',
-    })),
-  });
-  assert.deepEqual(
-    done.body.map((result: { success: boolean }) => result.success),
-    popped.slice(1).map(() => true),
-  );
+  await completeAll(api, popped.slice(1));
   const requeued = await api.call('POST', '/api/v1/dlq/requeue', { queue, all: true });
   assert.equal(requeued.body.requeued, 1);
   const again = await api.pop(queue);
@@ -144,19 +149,7 @@ for (const backend of BACKENDS) {
         { queue, ...sent('kept') },
       ];
       await suite.api.push(items);
-      const messages = await popAll(suite.api, queue);
-      const acked = await suite.api.ackBatch({
-        acknowledgments: messages.map((message) => ({
-          transactionId: message.transactionId,
-          partitionId: message.partitionId,
-          leaseId: message.leaseId,
-          status: 'completed',
-        })),
-      });
-      assert.deepEqual(
-        acked.body.map((result: { success: boolean }) => result.success),
-        [true, true],
-      );
+      await completeAll(suite.api, await popAll(suite.api, queue));
       const statuses = async () =>
         (await suite.api.push(items)).body.map((result: { status: string }) => result.status);
       assert.deepEqual(await statuses(), ['duplicate', 'duplicate'], 'retained: duplicates');
