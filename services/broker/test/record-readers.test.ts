@@ -107,6 +107,7 @@ describe('message records while a node of an earlier release is connected (redis
     const readers = new RecordReaders({
       redis,
       control,
+      channel: `{${control}}:record-readers`,
       clock: new KeyClock(Date.now()),
       log: { warn: () => undefined, info: () => undefined },
     });

@@ -179,6 +179,8 @@ export class RedisBackend {
       ? new RecordReaders({
           redis: this.redis,
           control: this.control,
+          // In the control channel's slot: its tag, or the whole name made one.
+          channel: `${slotTag(this.control) === this.control ? `{${this.control}}` : this.control}:record-readers`,
           clock: this.clock,
           log: options.log,
           ...options.recordReaders,

@@ -5,7 +5,8 @@
 import { newId, streamIdTime } from '../identifiers.js';
 import type { DeadLetter, DeadLetterStore } from '../storage.js';
 import { decode, type RedisBackend } from './context.js';
-import { fieldsOf, parseJson } from './messages.js';
+import { fieldsOf } from './message-record.js';
+import { parseJson } from './messages.js';
 
 /** Dead letters moved per requeue script run. */
 const REQUEUE_CHUNK = 1000;

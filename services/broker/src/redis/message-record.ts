@@ -48,13 +48,19 @@ export function readRecord(record: string): MessageFields {
   return { id, transactionId, traceId, data: record.slice(end + 1), producerSub };
 }
 
-/** The fields of a stream entry's field list: its record, or an earlier entry's five fields. */
-export function entryFields(list: readonly string[]): MessageFields {
-  if (list[0] === 'r') return readRecord(list[1] ?? '');
+/** A stream entry's field list (name, value, …) by name. */
+export function fieldsOf(list: readonly string[]): Record<string, string> {
   const fields: Record<string, string> = {};
   for (let index = 0; index + 1 < list.length; index += 2) {
     fields[list[index] as string] = list[index + 1] as string;
   }
+  return fields;
+}
+
+/** The fields of a stream entry's field list: its record, or an earlier entry's five fields. */
+export function entryFields(list: readonly string[]): MessageFields {
+  if (list[0] === 'r') return readRecord(list[1] ?? '');
+  const fields = fieldsOf(list);
   return {
     id: fields.m ?? '',
     transactionId: fields.t ?? '',

@@ -5,7 +5,7 @@
 import { streamIdTime } from '../identifiers.js';
 import { type MessageBrowser, type MessageView, QUEUE_MODE, type QueueMessageState } from '../storage.js';
 import { decode, encode, type RedisBackend } from './context.js';
-import { entryFields } from './message-record.js';
+import { entryFields, fieldsOf } from './message-record.js';
 
 /** Dead letters read to mark messages `dead_letter`: the newest ones of the queue's DLQ stream. */
 export const STATUS_DEAD_LETTER_SCAN = 10_000;
@@ -19,14 +19,6 @@ function compareStreamIds(a: string, b: string): number {
   const aBig = BigInt(aSeq);
   const bBig = BigInt(bSeq);
   return aBig === bBig ? 0 : aBig < bBig ? -1 : 1;
-}
-
-export function fieldsOf(list: string[]): Record<string, string> {
-  const fields: Record<string, string> = {};
-  for (let index = 0; index + 1 < list.length; index += 2) {
-    fields[list[index] as string] = list[index + 1] as string;
-  }
-  return fields;
 }
 
 /** Newest first (Queen's order), then the page. */

@@ -18,6 +18,8 @@ export interface RecordReadersOptions {
   readonly redis: RedisClient;
   /** The control channel every broker node subscribes to. */
   readonly control: string;
+  /** The channel only nodes that read records subscribe to, in the control channel's slot. */
+  readonly channel: string;
   readonly clock: Clock;
   readonly log: OutageLogger;
   /** How often the subscribers are counted (ms). */
@@ -28,11 +30,6 @@ export interface RecordReadersOptions {
 
 const RECORD_READERS_INTERVAL_MS = 5000;
 const RECORD_READERS_QUIET_MS = 30_000;
-
-/** The channel only record-reading nodes subscribe to, in the control channel's slot. */
-export function readersChannel(control: string): string {
-  return control.includes('{') ? `${control}:record-readers` : `{${control}}:record-readers`;
-}
 
 export class RecordReaders {
   readonly channel: string;
@@ -47,7 +44,7 @@ export class RecordReaders {
   private countedOnce = false;
 
   constructor(private readonly options: RecordReadersOptions) {
-    this.channel = readersChannel(options.control);
+    this.channel = options.channel;
     this.intervalMs = options.intervalMs ?? RECORD_READERS_INTERVAL_MS;
     this.quietMs = options.quietMs ?? RECORD_READERS_QUIET_MS;
   }
