@@ -7,6 +7,7 @@ import {
   integer,
   list,
   parseEnv,
+  port,
   string,
   url,
 } from '@herald/config';
@@ -77,6 +78,14 @@ export const hubSpec = {
   /** Age bound of history entries; 0 keeps entries until the size bound trims them. */
   MERCURE_HISTORY_TTL: duration({ default: 86_400_000 }),
   MERCURE_DRAIN_WINDOW: duration({ default: 10_000 }),
+  /**
+   * A second port speaking cleartext HTTP/2 (h2c, prior knowledge) for a proxy that reaches the
+   * hub over HTTP/2: its subscribers' streams share a few connections (docs/hub.md, "HTTP/2").
+   * Unset: none. 0 picks a free port (tests).
+   */
+  MERCURE_H2C_PORT: port(),
+  /** Streams one h2c connection may hold open at once (SETTINGS_MAX_CONCURRENT_STREAMS). */
+  MERCURE_H2C_MAX_STREAMS: integer({ default: 1000, min: 1, max: 2_147_483_647 }),
   /** Redis key and channel prefix; all keys share one hash tag so scripts work on a cluster. */
   MERCURE_REDIS_PREFIX: string({ default: 'herald:hub:' }),
   /**

@@ -440,6 +440,13 @@ export interface HubServer {
   exitOnSignals(): void;
 }
 
+/**
+ * An h2c connection with no frame either way for this long gets GOAWAY: node:http's HTTP/1.1
+ * keep-alive bound as fastify sets it (72 s). Heartbeats (MERCURE_HEARTBEAT) keep a connection
+ * with idle streams busy.
+ */
+const H2C_IDLE_TIMEOUT = 72_000;
+
 /** Builds a hub node (backend, routes from hub-routes.ts, lifecycle) without binding a port. */
 export function createHub(options: HubOptions): HubServer {
   const { config } = options;
@@ -449,6 +456,14 @@ export function createHub(options: HubOptions): HubServer {
     config,
     metrics,
     bodyLimit: PUBLISH_BODY_LIMIT,
+    h2c:
+      config.MERCURE_H2C_PORT === undefined
+        ? undefined
+        : {
+            port: config.MERCURE_H2C_PORT,
+            maxStreams: config.MERCURE_H2C_MAX_STREAMS,
+            idleTimeout: H2C_IDLE_TIMEOUT,
+          },
     ...(options.fastify ? { fastify: options.fastify } : {}),
   });
   const { app, lifecycle } = kit;

@@ -5,6 +5,14 @@ export const SSE_HEADERS: Readonly<Record<string, string>> = {
   'content-type': 'text/event-stream',
   'cache-control': 'private, no-cache, no-store, must-revalidate, max-age=0',
   'x-accel-buffering': 'no',
+};
+
+/**
+ * What an HTTP/1.x stream adds. HTTP/2 has no connection-specific header (RFC 9113 §8.2.2):
+ * node would drop it with a warning.
+ */
+export const SSE_HEADERS_HTTP1: Readonly<Record<string, string>> = {
+  ...SSE_HEADERS,
   connection: 'keep-alive',
 };
 

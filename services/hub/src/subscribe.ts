@@ -19,7 +19,7 @@ import { HUB_PATH } from './identity.js';
 import { tenantOf } from './limits.js';
 import type { Principal } from './principal.js';
 import { queryParameters } from './query.js';
-import { flat, OPENING_COMMENT, SSE_HEADERS } from './sse.js';
+import { flat, OPENING_COMMENT, SSE_HEADERS, SSE_HEADERS_HTTP1 } from './sse.js';
 import type { Subscriber } from './subscriber.js';
 import type { TopicMatcher } from './topic-matcher.js';
 import type { Transport } from './transport.js';
@@ -178,7 +178,10 @@ export async function handleSubscribe(
   for (const [name, value] of Object.entries(reply.getHeaders())) {
     if (value !== undefined) replyHeaders[name] = value;
   }
-  const headers: OutgoingHttpHeaders = { ...replyHeaders, ...SSE_HEADERS };
+  const headers: OutgoingHttpHeaders = {
+    ...replyHeaders,
+    ...(request.raw.httpVersionMajor === 2 ? SSE_HEADERS : SSE_HEADERS_HTTP1),
+  };
   if (request.method === 'HEAD') {
     reply.hijack();
     reply.raw.writeHead(200, headers);

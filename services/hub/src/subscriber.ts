@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
+import { constants, type Http2ServerResponse } from 'node:http2';
 import type { Socket } from 'node:net';
 import type { Clock } from '@herald/redis';
 import { takesCopy } from './partitions.js';
@@ -66,7 +67,8 @@ export interface SubscriberOptions {
    * publication order.
    */
   readonly topicsField?: boolean;
-  readonly response: ServerResponse;
+  /** An HTTP/1.x response, or an HTTP/2 stream's (the h2c listener). */
+  readonly response: ServerResponse | Http2ServerResponse;
   /** The request id of the subscribe, for the log line at the stream's end. */
   readonly requestId: string;
   /** When the subscribe request started, on `performance.now()`'s clock. */
@@ -87,6 +89,18 @@ function uncorkAll(): void {
   for (const socket of sockets) socket.uncork();
 }
 
+/** Where a stream's event bytes go: an HTTP/1.x socket, or an HTTP/2 stream's response. */
+interface EventSink {
+  write(chunk: Buffer): boolean;
+}
+
+function corkForTick(socket: Socket): void {
+  if (socket.writableCorked) return;
+  if (corked.length === 0) process.nextTick(uncorkAll);
+  socket.cork();
+  corked.push(socket);
+}
+
 /**
  * One SSE connection. Writes go straight to the socket while it accepts them; once `write()`
  * reports back-pressure, events queue here, bounded in bytes and in count, and a dispatch timer
@@ -101,11 +115,14 @@ export class Subscriber {
   readonly principal: Principal | undefined;
   readonly requestId: string;
   readonly openedAt: number;
-  private readonly response: ServerResponse;
+  private readonly response: ServerResponse | Http2ServerResponse;
   private readonly shared: SubscriberShared;
   private readonly topicsField: boolean;
-  /** Set once the headers are out: events then go straight to the socket, pre-framed. */
-  private socket: Socket | undefined;
+  /**
+   * Set once the headers are out: events then go straight to the socket, pre-framed (HTTP/1.x), or
+   * to the HTTP/2 stream, which frames them itself.
+   */
+  private sink: EventSink | undefined;
   private chunked = false;
   /** Events held while a write is blocked (allocated then only). */
   private queue: Buffer[] | undefined;
@@ -275,12 +292,12 @@ export class Subscriber {
 
   write(frame: Frame): void {
     if (this.closed) return;
-    if (!this.socket && !this.attachSocket()) {
+    if (!this.sink && !this.attachSink()) {
       // node:http still holds output of its own: Node 22 and later keep a response's headers and
       // first writes until the end of the tick (a replay from the in-process history runs within
       // it). Through the response, this frame follows them in order.
       this.lastWriteAt = this.clock.now();
-      this.response.write(frame.raw);
+      (this.response as EventSink).write(frame.raw);
       return;
     }
     this.writeChunk(this.chunked ? frame.chunked : frame.raw);
@@ -299,13 +316,10 @@ export class Subscriber {
       return;
     }
     this.lastWriteAt = this.clock.now();
-    const socket = this.socket as Socket;
-    if (!socket.writableCorked) {
-      if (corked.length === 0) process.nextTick(uncorkAll);
-      socket.cork();
-      corked.push(socket);
-    }
-    if (!socket.write(chunk)) {
+    const sink = this.sink as EventSink;
+    // An HTTP/2 session sends what its streams wrote in a tick together already.
+    if (sink !== this.response) corkForTick(sink as Socket);
+    if (!sink.write(chunk)) {
       this.blocked = true;
       this.dispatchTimer = this.clock.timer(this.clock.now() + this.shared.limits.dispatchTimeout, () =>
         this.close('dispatch_timeout'),
@@ -317,14 +331,21 @@ export class Subscriber {
    * Switches to direct socket writes once node:http has handed the headers (and the opening
    * comment) to the socket, framing chunks ourselves exactly as node would (`chunkedEncoding` is
    * false for HTTP/1.0 peers). `headersSent` alone is not enough: the response may still buffer
-   * them, and bytes written to the socket would overtake them.
+   * them, and bytes written to the socket would overtake them. An HTTP/2 stream's socket is its
+   * session's, shared by every stream: the events go to the stream, once its headers are out.
    */
-  private attachSocket(): boolean {
-    const socket = this.response.socket;
-    if (!this.response.headersSent || !socket) return false;
-    if (this.response.writableLength !== socket.writableLength) return false;
-    this.socket = socket;
-    this.chunked = this.response.chunkedEncoding;
+  private attachSink(): boolean {
+    const response = this.response;
+    if (!response.headersSent) return false;
+    if ('stream' in response) {
+      this.sink = response;
+      response.on('drain', () => this.onDrain());
+      return true;
+    }
+    const socket = response.socket;
+    if (!socket || response.writableLength !== socket.writableLength) return false;
+    this.sink = socket;
+    this.chunked = response.chunkedEncoding;
     socket.on('drain', () => this.onDrain());
     return true;
   }
@@ -369,8 +390,11 @@ export class Subscriber {
     this.queue = undefined;
     this.replayBuffer = undefined;
     if (reason === 'queue_full' || reason === 'dispatch_timeout') {
-      // The peer is not reading: ending gracefully would wait on it forever.
-      this.response.destroy();
+      // The peer is not reading: ending gracefully would wait on it forever. An HTTP/2 stream is
+      // reset with CANCEL: a plain destroy resets it with NO_ERROR, which after a partial response
+      // can read as a complete one (RFC 9113 §8.1).
+      if ('stream' in this.response) this.response.stream.close(constants.NGHTTP2_CANCEL);
+      else this.response.destroy();
     } else if (!this.response.writableEnded) {
       this.response.end();
     }

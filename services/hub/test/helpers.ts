@@ -1,5 +1,8 @@
 import { createHmac } from 'node:crypto';
-import { request as httpRequest, type IncomingHttpHeaders, type IncomingMessage } from 'node:http';
+import { once } from 'node:events';
+import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
+import type { ClientHttp2Session } from 'node:http2';
+import type { Readable } from 'node:stream';
 import { createMetrics } from '@herald/metrics';
 import { REDIS_TOPOLOGY_VARIABLES, stopTestRedis, testRedisEnvironment, uniquePrefix } from '@herald/testkit';
 import { parseHubConfig } from '../src/config.js';
@@ -51,6 +54,8 @@ export interface TestHub {
   readonly server: HubServer;
   readonly origin: string;
   readonly url: string;
+  /** `http://127.0.0.1:<port>` of the h2c listener (MERCURE_H2C_PORT set), else undefined. */
+  readonly h2cOrigin: string | undefined;
   close(): Promise<void>;
 }
 
@@ -81,10 +86,12 @@ export async function startTestHub(
   const address = server.app.server.address();
   const port = typeof address === 'object' && address ? address.port : 0;
   const origin = `http://127.0.0.1:${port}`;
+  const h2c = server.kit.h2cAddress;
   return {
     server,
     origin,
     url: `${origin}/.well-known/mercure`,
+    h2cOrigin: h2c ? `http://127.0.0.1:${h2c.port}` : undefined,
     close: () => server.app.close(),
   };
 }
@@ -124,7 +131,7 @@ export class SseStream {
     readonly status: number,
     readonly headers: IncomingHttpHeaders,
     readonly body: string,
-    private readonly response: IncomingMessage,
+    private readonly response: Readable,
   ) {}
 
   static open(url: string, headers: Record<string, string> = {}): Promise<SseStream> {
@@ -132,32 +139,48 @@ export class SseStream {
       const request = httpRequest(url, { headers: { accept: 'text/event-stream', ...SECURE, ...headers } });
       request.on('error', reject);
       request.on('response', (response) => {
-        if (response.statusCode !== 200) {
-          let body = '';
-          response.setEncoding('utf8');
-          response.on('data', (chunk: string) => {
-            body += chunk;
-          });
-          response.on('end', () =>
-            resolve(new SseStream(response.statusCode ?? 0, response.headers, body, response)),
-          );
-          return;
-        }
-        const stream = new SseStream(200, response.headers, '', response);
-        response.setEncoding('utf8');
-        response.on('data', (chunk: string) => stream.feed(chunk));
-        const finish = () => {
-          stream.ended = true;
-          stream.notify();
-        };
-        response.on('end', finish);
-        response.on('close', finish);
-        response.on('error', finish);
-        // Resolve once the opening comment arrived: the subscription is registered by then.
-        stream.until(() => stream.comments > 0 || stream.ended).then(() => resolve(stream), reject);
+        SseStream.read(response.statusCode ?? 0, response.headers, response).then(resolve, reject);
       });
       request.end();
     });
+  }
+
+  /** The same as one stream of an HTTP/2 connection (the hub's h2c listener); `path` with its query. */
+  static openOn(
+    session: ClientHttp2Session,
+    path: string,
+    headers: Record<string, string> = {},
+  ): Promise<SseStream> {
+    return new Promise((resolve, reject) => {
+      const request = session.request({ ':path': path, accept: 'text/event-stream', ...SECURE, ...headers });
+      request.on('error', reject);
+      request.on('response', (responseHeaders) => {
+        const { ':status': status, ...rest } = responseHeaders;
+        SseStream.read(Number(status), rest as IncomingHttpHeaders, request).then(resolve, reject);
+      });
+    });
+  }
+
+  private static read(status: number, headers: IncomingHttpHeaders, response: Readable): Promise<SseStream> {
+    response.setEncoding('utf8');
+    if (status !== 200) {
+      let body = '';
+      response.on('data', (chunk: string) => {
+        body += chunk;
+      });
+      return once(response, 'end').then(() => new SseStream(status, headers, body, response));
+    }
+    const stream = new SseStream(200, headers, '', response);
+    response.on('data', (chunk: string) => stream.feed(chunk));
+    const finish = () => {
+      stream.ended = true;
+      stream.notify();
+    };
+    response.on('end', finish);
+    response.on('close', finish);
+    response.on('error', finish);
+    // Resolve once the opening comment arrived: the subscription is registered by then.
+    return stream.until(() => stream.comments > 0 || stream.ended).then(() => stream);
   }
 
   private feed(chunk: string): void {

@@ -10,6 +10,7 @@ import Fastify, {
   type FastifyServerOptions,
   type RouteOptions,
 } from 'fastify';
+import { type H2cOptions, h2cListener } from './h2c.js';
 import { Lifecycle } from './lifecycle.js';
 import { logDestination } from './log-destination.js';
 import { redactText, redactUrl } from './redact.js';
@@ -38,13 +39,17 @@ export interface ServerKitOptions {
   readonly fastify?: Omit<FastifyServerOptions, 'https' | 'http2'>;
   /** How often readiness is evaluated without a probe (default `READINESS_INTERVAL_MS`, 5 s). */
   readonly readinessIntervalMs?: number;
+  /** A second listener, cleartext HTTP/2 for proxies (h2c.ts); none when undefined. */
+  readonly h2c?: H2cOptions | undefined;
 }
 
 export interface ServerKit {
   readonly app: FastifyInstance;
   readonly lifecycle: Lifecycle;
-  /** Binds PORT/HOST; resolves with the bound address. */
+  /** Binds PORT/HOST (and the h2c port, when set); resolves with the bound address. */
   listen(): Promise<AddressInfo>;
+  /** The h2c listener's bound address, once listening (undefined without one). */
+  readonly h2cAddress: AddressInfo | undefined;
   /**
    * Graceful stop: readiness fails first, drain hooks run, then the listener stops accepting and
    * in-flight requests finish; all within SHUTDOWN_TIMEOUT, after which connections are cut.
@@ -114,6 +119,10 @@ export function createServerKit(options: ServerKitOptions): ServerKit {
   }) as unknown as FastifyInstance;
 
   const lifecycle = new Lifecycle(metrics.ready);
+  const h2c = options.h2c ? h2cListener(options.h2c, app.routing) : undefined;
+  let h2cAddress: AddressInfo | undefined;
+  // With the app: after preClose (the hub ends its streams there), its connections get GOAWAY.
+  if (h2c) app.addHook('onClose', () => h2c.close());
   if (options.onRoute) app.addHook('onRoute', options.onRoute);
   // Readiness is evaluated on its own timer from the moment the app is ready (before it
   // listens: a node waiting for Redis already reports 0), not only when /readyz is asked.
@@ -158,6 +167,7 @@ export function createServerKit(options: ServerKitOptions): ServerKit {
         // down, reconnecting forever) must not hold the process past its grace period.
         app.log.warn('shutdown timeout reached: closing remaining connections');
         app.server.closeAllConnections();
+        h2c?.destroy();
         return undefined;
       });
       if (failed) throw failed.error;
@@ -169,6 +179,9 @@ export function createServerKit(options: ServerKitOptions): ServerKit {
   return {
     app,
     lifecycle,
+    get h2cAddress() {
+      return h2cAddress;
+    },
     async listen() {
       await app.listen({ port: config.PORT, host: config.HOST });
       const address = app.server.address() as AddressInfo;
@@ -176,6 +189,10 @@ export function createServerKit(options: ServerKitOptions): ServerKit {
         { port: address.port, host: config.HOST, tls: Boolean(https) },
         `${options.name} listening`,
       );
+      if (h2c) {
+        h2cAddress = await h2c.listen(config.HOST);
+        app.log.info({ port: h2cAddress.port, host: config.HOST }, `${options.name} listening for h2c`);
+      }
       return address;
     },
     shutdown,
