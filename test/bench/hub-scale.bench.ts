@@ -19,6 +19,11 @@
  * - HUB_SCALE_SAMPLE (default 1,000) subscribers subscribe to a topic of their own; after all
  *   are connected and the node settled, HUB_SCALE_UPDATES updates (default 100, at 20 per second)
  *   go to that topic, each carrying its send time; every sample subscriber reports what it got.
+ * - HUB_SCALE_PROTOCOL=h2c: the subscribers are streams of HTTP/2 connections, as behind a proxy
+ *   that speaks HTTP/2 to the pods, HUB_SCALE_STREAMS_PER_CONNECTION each (default 1000, the
+ *   hub's MERCURE_H2C_MAX_STREAMS): the hubs listen on MERCURE_H2C_PORT, the baseline is the same
+ *   minimal server on node:http2's cleartext server. No open-file cap then: a node holds a file
+ *   per connection, not per subscriber. Publishes go over HTTP/1.1 either way.
  * - HUB_SCALE_HUB_ARGS: Node flags for the hub nodes, separated by spaces (default none).
  * - RSS per subscriber two ways: from before the first to after the last (÷ all of them), and
  *   the marginal cost, from a third held to all held: the first counts what the node grows
@@ -27,9 +32,15 @@
  * Run it on a quiet machine (no test suite or helper): the load average is printed.
  */
 import { type ChildProcess, fork } from 'node:child_process';
+import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
-import { createServer, type ServerResponse } from 'node:http';
-import { connect, type Socket } from 'node:net';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import {
+  type ClientHttp2Session,
+  connect as connectHttp2,
+  createServer as createHttp2Server,
+} from 'node:http2';
+import { connect } from 'node:net';
 import { loadavg } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
@@ -42,6 +53,8 @@ const NODES = Number(process.env.HUB_SCALE_NODES ?? 1);
 const PER_CLIENT = Number(process.env.HUB_SCALE_PER_CLIENT ?? 15_000);
 const SAMPLE = Number(process.env.HUB_SCALE_SAMPLE ?? 1000);
 const UPDATES = Number(process.env.HUB_SCALE_UPDATES ?? 100);
+const H2C = process.env.HUB_SCALE_PROTOCOL === 'h2c';
+const STREAMS_PER_CONNECTION = Number(process.env.HUB_SCALE_STREAMS_PER_CONNECTION ?? 1000);
 const HUB_ARGS = (process.env.HUB_SCALE_HUB_ARGS ?? '').split(' ').filter((flag) => flag !== '');
 const UPDATES_PER_SECOND = 20;
 /** Files a node needs besides its subscribers (listening socket, Redis, libraries, stdio). */
@@ -51,6 +64,7 @@ const IDLE_TOPICS = 100;
 const RAISE_OPEN_FILES = 'ulimit -n "$(ulimit -Hn)" && exec "$0" "$@"';
 
 interface Job {
+  /** The port subscribers connect to (the h2c one with HUB_SCALE_PROTOCOL=h2c). */
   port: number;
   samplePath: string;
   count: number;
@@ -60,10 +74,13 @@ interface Job {
 
 // ---- child roles -------------------------------------------------------------------------------
 
-/** The baseline: a minimal node:http SSE server (headers, an opening comment, raw frames). */
-function runBaseline(port: number): void {
+/**
+ * The baseline: a minimal node:http SSE server (headers, an opening comment, raw frames); with
+ * `h2cPort`, the same handler also on node:http2's cleartext server there, as the hub's h2c port.
+ */
+function runBaseline(port: number, h2cPort: number | undefined): void {
   const clients = new Map<ServerResponse, boolean>();
-  createServer((request, response) => {
+  const handler = (request: IncomingMessage, response: ServerResponse) => {
     if (request.method === 'POST') {
       let body = '';
       request.on('data', (chunk: Buffer) => {
@@ -80,56 +97,121 @@ function runBaseline(port: number): void {
     response.write(':\n\n');
     clients.set(response, request.url?.includes('sample') ?? false);
     response.on('close', () => clients.delete(response));
-  }).listen(port, '127.0.0.1', () => process.send?.({ type: 'ready' })).keepAliveTimeout = 0;
+  };
+  let listening = h2cPort === undefined ? 1 : 2;
+  const ready = () => {
+    listening -= 1;
+    if (listening === 0) process.send?.({ type: 'ready' });
+  };
+  createServer(handler).listen(port, '127.0.0.1', ready).keepAliveTimeout = 0;
+  if (h2cPort !== undefined) {
+    createHttp2Server(
+      { settings: { maxConcurrentStreams: STREAMS_PER_CONNECTION } },
+      handler as unknown as Parameters<typeof createHttp2Server>[1],
+    ).listen(h2cPort, '127.0.0.1', ready);
+  }
 }
 
-/** Holds a job's raw SSE connections; the sample ones note each event's delay (its data: send time). */
+/**
+ * Notes the delay of every event in a stream's body (its data: the send time); fed the body's
+ * chunks in order, as latin1 text. A chunk may end anywhere, "dat" included (an HTTP/2 DATA frame
+ * cut to the connection's flow-control window): a line is read once its line break arrived.
+ */
+function delayReader(delays: number[]): (text: string) => void {
+  let carry = '';
+  return (chunk) => {
+    const text = carry + chunk;
+    let start = 0;
+    for (let end = text.indexOf('\n'); end !== -1; end = text.indexOf('\n', start)) {
+      if (text.startsWith('data: ', start)) {
+        const sentAt = Number(text.slice(start + 6, end));
+        if (sentAt > 0) delays.push(performance.timeOrigin + performance.now() - sentAt);
+      }
+      start = end + 1;
+    }
+    carry = text.slice(start);
+  };
+}
+
+/** Opens one raw HTTP/1.1 SSE connection; resolves when its response head arrived. */
+function openConnection(
+  job: Job,
+  path: string,
+  read: ((text: string) => void) | undefined,
+): {
+  opened: Promise<void>;
+  close: () => void;
+} {
+  const socket = connect({ port: job.port, host: '127.0.0.1', localAddress: job.sourceAddress });
+  /** The response head while it is incomplete; undefined once it arrived. */
+  let head: string | undefined = '';
+  const opened = new Promise<void>((resolve, reject) => {
+    socket.once('error', reject);
+    socket.on('data', (chunk: Buffer) => {
+      let text = chunk.toString('latin1');
+      if (head !== undefined) {
+        text = head + text;
+        const end = text.indexOf('\r\n\r\n');
+        if (end === -1) {
+          head = text;
+          return;
+        }
+        text = text.slice(end + 4);
+        head = undefined;
+        resolve();
+      }
+      read?.(text);
+    });
+  });
+  // Behind TRUSTED_PROXIES (127.0.0.1), as a TLS-terminating proxy would pass it on.
+  socket.write(`GET ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Forwarded-Proto: https\r\n\r\n`);
+  return { opened, close: () => socket.destroy() };
+}
+
+/** Opens one SSE stream on an HTTP/2 connection; resolves when its response headers arrived. */
+function openStream(session: ClientHttp2Session, path: string, read: ((text: string) => void) | undefined) {
+  const stream = session.request({ ':path': path, 'x-forwarded-proto': 'https' });
+  stream.setEncoding('latin1');
+  stream.on('data', read ?? (() => undefined));
+  const opened = new Promise<void>((resolve, reject) => {
+    stream.once('error', reject);
+    stream.once('response', () => resolve());
+  });
+  return { opened, close: () => stream.close() };
+}
+
+/** Holds a job's SSE subscribers; the sample ones note each event's delay. */
 function runClient(): void {
-  let sockets: Socket[] = [];
+  let closers: (() => void)[] = [];
+  let sessions: ClientHttp2Session[] = [];
   const delays: number[] = [];
   process.on('message', async (message: { type: string; job?: Job }) => {
     if (message.type === 'open' && message.job) {
-      const { port, samplePath, count, samples, sourceAddress } = message.job;
+      const job = message.job;
       const opened: Promise<void>[] = [];
-      for (let index = 0; index < count; index++) {
-        const sample = index < samples;
-        const socket = connect({ port, host: '127.0.0.1', localAddress: sourceAddress });
-        let headersDone = false;
-        let carry = '';
-        opened.push(
-          new Promise((resolve, reject) => {
-            socket.once('error', reject);
-            socket.on('data', (chunk: Buffer) => {
-              const text = carry + chunk.toString('latin1');
-              if (!headersDone) {
-                if (!text.includes('\r\n\r\n')) {
-                  carry = text;
-                  return;
-                }
-                headersDone = true;
-                resolve();
-              }
-              if (!sample) {
-                carry = '';
-                return;
-              }
-              let position = text.indexOf('data: ');
-              while (position !== -1) {
-                const end = text.indexOf('\n', position);
-                if (end === -1) break;
-                const sentAt = Number(text.slice(position + 6, end));
-                if (sentAt > 0) delays.push(performance.timeOrigin + performance.now() - sentAt);
-                position = text.indexOf('data: ', end);
-              }
-              carry = position === -1 ? '' : text.slice(position);
+      let session: ClientHttp2Session | undefined;
+      let onSession = 0;
+      for (let index = 0; index < job.count; index++) {
+        const path = index < job.samples ? job.samplePath : idlePath(index);
+        const read = index < job.samples ? delayReader(delays) : undefined;
+        let subscriber: { opened: Promise<void>; close: () => void };
+        if (H2C) {
+          if (!session || onSession === STREAMS_PER_CONNECTION) {
+            session = connectHttp2(`http://127.0.0.1:${job.port}`, {
+              createConnection: () =>
+                connect({ port: job.port, host: '127.0.0.1', localAddress: job.sourceAddress }),
             });
-          }),
-        );
-        // Behind TRUSTED_PROXIES (127.0.0.1), as a TLS-terminating proxy would pass it on.
-        socket.write(
-          `GET ${sample ? samplePath : idlePath(index)} HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Forwarded-Proto: https\r\n\r\n`,
-        );
-        sockets.push(socket);
+            await once(session, 'remoteSettings');
+            sessions.push(session);
+            onSession = 0;
+          }
+          onSession += 1;
+          subscriber = openStream(session, path, read);
+        } else {
+          subscriber = openConnection(job, path, read);
+        }
+        opened.push(subscriber.opened);
+        closers.push(subscriber.close);
         if (opened.length % 500 === 0) await Promise.all(opened.slice(-500));
       }
       await Promise.all(opened);
@@ -137,8 +219,10 @@ function runClient(): void {
     } else if (message.type === 'delays') {
       process.send?.({ type: 'delays', delays });
     } else if (message.type === 'close') {
-      for (const socket of sockets) socket.destroy();
-      sockets = [];
+      for (const close of closers) close();
+      for (const each of sessions) each.destroy();
+      closers = [];
+      sessions = [];
       process.send?.({ type: 'closed' });
     }
   });
@@ -310,13 +394,15 @@ async function run(target: Target, perNode: number): Promise<Figures> {
 async function main(): Promise<void> {
   const hard = hardOpenFiles();
   const wanted = Math.ceil(SUBSCRIBERS / NODES);
-  const perNode = Math.min(wanted, hard - NODE_FILES);
+  // Over h2c a node holds a file per connection, not per subscriber.
+  const perNode = H2C ? wanted : Math.min(wanted, hard - NODE_FILES);
   const load = () =>
     loadavg()
       .map((value) => value.toFixed(2))
       .join(' ');
   console.log(
     `hub-scale: ${NODES} node(s) × ${perNode} subscribers` +
+      (H2C ? ` as HTTP/2 streams, ${STREAMS_PER_CONNECTION} per connection (h2c)` : ' on HTTP/1.1') +
       (perNode < wanted
         ? ` (CAPPED: ${wanted} asked, but the hard open-file limit here is ${hard}: a node holds at most ${hard - NODE_FILES})`
         : '') +
@@ -328,11 +414,19 @@ async function main(): Promise<void> {
   try {
     // The baseline: one minimal server per node, each holding as many.
     const baselinePorts = await Promise.all(target(NODES, () => freePort()));
-    baselines = await Promise.all(baselinePorts.map((port) => forkRole(['--baseline', String(port)])));
+    const baselineH2cPorts = H2C ? await Promise.all(target(NODES, () => freePort())) : [];
+    baselines = await Promise.all(
+      baselinePorts.map((port, index) =>
+        forkRole(['--baseline', String(port), ...(H2C ? [String(baselineH2cPorts[index])] : [])]),
+      ),
+    );
     const baselineFigures = await run(
       {
         name: 'baseline',
-        nodes: baselinePorts.map((port, index) => ({ port, pid: baselines[index]?.pid as number })),
+        nodes: baselinePorts.map((port, index) => ({
+          port: H2C ? (baselineH2cPorts[index] as number) : port,
+          pid: baselines[index]?.pid as number,
+        })),
         samplePath: '/sample',
         publish: async (data) => {
           // The baseline has no fan-out between processes: each gets the update, as Redis would.
@@ -352,15 +446,26 @@ async function main(): Promise<void> {
       LOG_LEVEL: 'warn',
       ...(redis ? { REDIS_URL: redis.url, MERCURE_REDIS_PREFIX: uniquePrefix('scale') } : {}),
     };
+    const hubH2cPorts = H2C ? await Promise.all(target(NODES, () => freePort())) : [];
     hubs.push(
-      ...(await Promise.all(target(NODES, () => spawnHub(environment, { nodeArguments: HUB_ARGS })))),
+      ...(await Promise.all(
+        target(NODES, (index) =>
+          spawnHub(
+            { ...environment, ...(H2C ? { MERCURE_H2C_PORT: String(hubH2cPorts[index]) } : {}) },
+            { nodeArguments: HUB_ARGS },
+          ),
+        ),
+      )),
     );
     const token = publisherToken();
     let turn = 0;
     const hubFigures = await run(
       {
         name: 'hub',
-        nodes: hubs.map((hub) => ({ port: hub.port, pid: hub.child.pid as number })),
+        nodes: hubs.map((hub, index) => ({
+          port: H2C ? (hubH2cPorts[index] as number) : hub.port,
+          pid: hub.child.pid as number,
+        })),
         samplePath: `/.well-known/mercure?match=${encodeURIComponent(SAMPLE_TOPIC)}`,
         publish: async (data) => {
           const hub = hubs[turn++ % hubs.length] as HubProcess;
@@ -426,11 +531,12 @@ async function main(): Promise<void> {
   }
 }
 
-function target<T>(count: number, make: () => T): T[] {
-  return Array.from({ length: count }, make);
+function target<T>(count: number, make: (index: number) => T): T[] {
+  return Array.from({ length: count }, (_, index) => make(index));
 }
 
 const role = process.argv[2];
-if (role === '--baseline') runBaseline(Number(process.argv[3]));
+if (role === '--baseline')
+  runBaseline(Number(process.argv[3]), process.argv[4] ? Number(process.argv[4]) : undefined);
 else if (role === '--client') runClient();
 else await main();

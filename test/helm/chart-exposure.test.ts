@@ -3,7 +3,7 @@
 
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { ciValues, componentName, find, ofKind, render, templateChart } from './helm.js';
+import { ciValues, componentName, containerOf, envOf, find, ofKind, render, templateChart } from './helm.js';
 
 const both = render({ valuesFiles: [ciValues.ingressHttpRoute] });
 const production = render({ valuesFiles: [ciValues.production] });
@@ -113,4 +113,34 @@ test('NetworkPolicy defaults admit any source on the http port; no JWKS rule wit
   });
   assert.notEqual(locked.status, 0, 'a policy admitting nobody is refused');
   assert.match(locked.stderr, /nothing could reach the pods/);
+});
+
+test('hub.h2c: the h2c listener gets its env, container port, Service port (appProtocol h2c) and policy port', () => {
+  const off = render({ valuesFiles: [ciValues.production] });
+  const on = render({
+    valuesFiles: [ciValues.production],
+    set: ['hub.h2c.enabled=true', 'hub.h2c.maxStreams=500'],
+  });
+  const hubEnv = (objects: typeof on) => envOf(find(objects, 'Deployment', componentName('hub')));
+  assert.equal(hubEnv(off).get('MERCURE_H2C_PORT'), undefined, 'off by default');
+  assert.equal(hubEnv(on).get('MERCURE_H2C_PORT')?.value, '8081');
+  assert.equal(hubEnv(on).get('MERCURE_H2C_MAX_STREAMS')?.value, '500');
+  const container = containerOf(find(on, 'Deployment', componentName('hub')));
+  assert.deepEqual(
+    container.ports?.find((port: { name: string }) => port.name === 'h2c'),
+    { name: 'h2c', containerPort: 8081, protocol: 'TCP' },
+  );
+  const service = find(on, 'Service', componentName('hub'));
+  assert.deepEqual(
+    service.spec.ports.find((port: { name: string }) => port.name === 'h2c'),
+    { name: 'h2c', port: 8081, targetPort: 'h2c', protocol: 'TCP', appProtocol: 'kubernetes.io/h2c' },
+  );
+  const policy = find(on, 'NetworkPolicy', componentName('hub'));
+  assert.deepEqual(
+    policy.spec.ingress[0].ports.map((port: { port: string }) => port.port),
+    ['http', 'h2c'],
+  );
+  // The broker has no h2c listener, whatever the hub's setting.
+  assert.equal(envOf(find(on, 'Deployment', componentName('broker'))).get('MERCURE_H2C_PORT'), undefined);
+  assert.equal(find(on, 'Service', componentName('broker')).spec.ports.length, 1);
 });

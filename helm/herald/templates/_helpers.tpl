@@ -285,6 +285,12 @@ REDIS_SENTINELS, REDIS_CLUSTER_NODES, by redis.mode; passwords only through a Se
 {{- $mercure := .values.mercure -}}
 - name: MERCURE_DRAIN_WINDOW
   value: {{ printf "%ds" (int .values.drainWindowSeconds) | quote }}
+{{- if .values.h2c.enabled }}
+- name: MERCURE_H2C_PORT
+  value: {{ printf "%d" (int .values.h2c.containerPort) | quote }}
+- name: MERCURE_H2C_MAX_STREAMS
+  value: {{ printf "%d" (int .values.h2c.maxStreams) | quote }}
+{{- end }}
 - name: MERCURE_DEV
   value: {{ $mercure.dev | toString | quote }}
 - name: MERCURE_ANONYMOUS
