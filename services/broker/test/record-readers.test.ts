@@ -154,4 +154,30 @@ describe('message records while a node of an earlier release is connected (redis
       redis.disconnect();
     }
   });
+
+  test('Redis refusing the count (an ACL without PUBSUB) is logged once; pushes keep five fields', async () => {
+    const url = await testRedisUrl();
+    const admin = new Redis(url);
+    const user = `herald-nopubsub-${process.pid}-${Date.now()}`;
+    await admin.call('ACL', 'SETUSER', user, 'on', '>secret', '~*', '&*', '+@all', '-pubsub');
+    const limited = new Redis(url, { username: user, password: 'secret' });
+    const warnings: string[] = [];
+    const readers = new RecordReaders({
+      redis: limited,
+      control: 'control',
+      channel: '{control}:record-readers',
+      clock: new KeyClock(Date.now()),
+      log: { warn: (_details, message) => warnings.push(message), info: () => undefined },
+    });
+    try {
+      assert.equal(await readers.check(), false);
+      assert.equal(await readers.check(), false);
+      assert.equal(warnings.length, 1, warnings.join('\n'));
+      assert.match(warnings[0] as string, /^message records: Redis refused to count the broker nodes/);
+    } finally {
+      limited.disconnect();
+      await admin.call('ACL', 'DELUSER', user);
+      admin.disconnect();
+    }
+  });
 });

@@ -13,6 +13,7 @@
  * holds (five fields before the first).
  */
 import { type Clock, type OutageLogger, type RedisClient, shardedSubscriberCounts } from '@herald/redis';
+import { ReplyError } from 'ioredis';
 
 export interface RecordReadersOptions {
   readonly redis: RedisClient;
@@ -42,6 +43,8 @@ export class RecordReaders {
   private readonly quietMs: number;
   /** The first count (or its failure) is over: a node reports ready after it. */
   private countedOnce = false;
+  /** A refusal by Redis (not an outage) was logged: it is said once. */
+  private refusalLogged = false;
 
   constructor(private readonly options: RecordReadersOptions) {
     this.channel = options.channel;
@@ -79,7 +82,19 @@ export class RecordReaders {
     let counts: number[];
     try {
       counts = await shardedSubscriberCounts(this.options.redis, [this.options.control, this.channel]);
-    } catch {
+    } catch (error) {
+      // An outage has its own log lines (OutageLog). Redis refusing the command (an ACL without
+      // PUBSUB) does not pass by itself: said once, with what pushes do meanwhile.
+      if (error instanceof ReplyError && !this.refusalLogged) {
+        this.refusalLogged = true;
+        this.options.log.warn(
+          {
+            error: (error as Error).message,
+            pushesWrite: this.writeRecords ? 'records' : 'five-field entries',
+          },
+          'message records: Redis refused to count the broker nodes (PUBSUB NUMSUB, on Cluster SHARDNUMSUB): allow it to this user; until a count is answered the last verdict holds',
+        );
+      }
       return this.writeRecords;
     }
     const [all = 0, readers = 0] = counts;
