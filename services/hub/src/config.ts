@@ -119,6 +119,13 @@ export class HubConfigError extends Error {
 export function validateHubConfig(config: HubConfig): void {
   // Exactly one Redis topology, or none (throws a ConfigError naming the variable).
   redisTopologyFrom(config);
+  if (
+    config.MERCURE_H2C_PORT !== undefined &&
+    config.MERCURE_H2C_PORT !== 0 &&
+    config.MERCURE_H2C_PORT === config.PORT
+  ) {
+    throw new HubConfigError('MERCURE_H2C_PORT', 'must differ from PORT: the main port speaks HTTP/1.1');
+  }
   const wildcard = config.MERCURE_CORS_ORIGINS.includes('*');
   if (wildcard && config.MERCURE_CORS_CREDENTIALS === true) {
     // Browsers refuse `*` with credentials; allowing any origin with cookies would be a CSRF hole.

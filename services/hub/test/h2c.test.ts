@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import { type ClientHttp2Session, connect, constants } from 'node:http2';
 import { after, describe, test } from 'node:test';
+import { parseHubConfig } from '../src/config.js';
 import {
   BACKENDS,
   cleanupRedis,
@@ -96,6 +97,16 @@ describe('the h2c listener (MERCURE_H2C_PORT)', () => {
       }
     });
   }
+
+  test('MERCURE_H2C_PORT equal to PORT is refused at start', () => {
+    const base = { MERCURE_PUBLISHER_JWT_KEY: 'k'.repeat(32), MERCURE_SUBSCRIBER_JWT_KEY: 'k'.repeat(32) };
+    assert.throws(
+      () => parseHubConfig({ ...base, PORT: '8080', MERCURE_H2C_PORT: '8080' }),
+      /^ConfigError: MERCURE_H2C_PORT: must differ from PORT/,
+    );
+    assert.equal(parseHubConfig({ ...base, PORT: '8080', MERCURE_H2C_PORT: '8081' }).MERCURE_H2C_PORT, 8081);
+    assert.equal(parseHubConfig({ ...base, PORT: '0', MERCURE_H2C_PORT: '0' }).MERCURE_H2C_PORT, 0);
+  });
 
   test('the connection announces MERCURE_H2C_MAX_STREAMS', async () => {
     const hub = await startTestHub('memory', { MERCURE_H2C_PORT: '0', MERCURE_H2C_MAX_STREAMS: '7' });
