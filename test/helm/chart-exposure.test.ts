@@ -144,3 +144,18 @@ test('hub.h2c: the h2c listener gets its env, container port, Service port (appP
   assert.equal(envOf(find(on, 'Deployment', componentName('broker'))).get('MERCURE_H2C_PORT'), undefined);
   assert.equal(find(on, 'Service', componentName('broker')).spec.ports.length, 1);
 });
+
+test('hub.h2c ports equal to the main ones are refused at render time', () => {
+  const container = templateChart({
+    valuesFiles: [ciValues.production],
+    set: ['hub.h2c.enabled=true', 'hub.h2c.containerPort=8080'],
+  });
+  assert.notEqual(container.status, 0);
+  assert.match(container.stderr, /hub\.h2c\.containerPort must differ from hub\.containerPort/);
+  const service = templateChart({
+    valuesFiles: [ciValues.production],
+    set: ['hub.h2c.enabled=true', 'hub.h2c.servicePort=80', 'hub.service.port=80'],
+  });
+  assert.notEqual(service.status, 0);
+  assert.match(service.stderr, /hub\.h2c\.servicePort must differ from hub\.service\.port/);
+});
