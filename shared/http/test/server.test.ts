@@ -107,6 +107,9 @@ test('the h2c listener serves the app; a connection without frames for idleTimeo
   const address = kit.h2cAddress;
   assert.ok(address);
   const session = connect(`http://127.0.0.1:${address.port}`);
+  // Listened for from the start: 'close' may follow 'goaway' before a later listener is added.
+  const goaway = once(session, 'goaway');
+  const closed = once(session, 'close');
   try {
     const request = session.request({ ':path': '/hello' });
     const [headers] = (await once(request, 'response')) as [Record<string, unknown>];
@@ -116,8 +119,8 @@ test('the h2c listener serves the app; a connection without frames for idleTimeo
     for await (const chunk of request) body += chunk;
     assert.deepEqual(JSON.parse(body), { version: '2.0' });
     // Nothing more is sent either way: the server ends the idle connection.
-    await once(session, 'goaway');
-    await once(session, 'close');
+    await goaway;
+    await closed;
   } finally {
     session.destroy();
     await kit.app.close();
