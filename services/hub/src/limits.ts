@@ -134,14 +134,15 @@ export class HubLimits {
   }
 
   /**
-   * A stream's slot: what gives it back when the stream closes (a no-op when no limit applies),
-   * or the 429 when the tenant has none left.
+   * A stream's slot: what gives it back when the stream closes (undefined when no limit applies:
+   * nothing to give back, and no closure kept per idle subscriber), or the 429 when the tenant
+   * has none left.
    */
-  async acquireStream(tenant: string): Promise<() => void> {
+  async acquireStream(tenant: string): Promise<(() => void) | undefined> {
     const limits = this.limits;
-    if (!limits) return () => undefined;
+    if (!limits) return undefined;
     const slot = await limits.acquireSlot('subscriptions', tenant);
-    if (slot === undefined) return () => undefined;
+    if (slot === undefined) return undefined;
     if ('release' in slot) return () => slot.release();
     throw this.refuse(slot);
   }

@@ -71,10 +71,10 @@ export interface SubscribeDependencies {
   /** MERCURE_TOPICS_FIELD: `topics` fields on the events of subscriptions using `match*`. */
   readonly topicsField: boolean;
   /**
-   * Takes a stream slot of the subscriber's tenant (limits.ts): what gives it back, or the 429
-   * over the tenant's limit.
+   * Takes a stream slot of the subscriber's tenant (limits.ts): what gives it back (undefined
+   * when no limit applies), or the 429 over the tenant's limit.
    */
-  readonly acquireStream: (tenant: string) => Promise<() => void>;
+  readonly acquireStream: (tenant: string) => Promise<(() => void) | undefined>;
   /** Counts events written by replays (`mercure_deliveries_total`). */
   readonly onReplayed: (count: number) => void;
 }
@@ -209,7 +209,8 @@ export async function handleSubscribe(
     // A subscription of the 0.x `topic` parameter alone keeps the 0.x events (upstream's rule).
     topicsField: dependencies.topicsField && query.matchers.some((matcher) => !matcher.legacy),
   });
-  request.raw.socket.setNoDelay(true);
+  // An HTTP/2 stream's socket is its connection's, set once for all its streams (h2c.ts).
+  if (request.raw.httpVersionMajor !== 2) request.raw.socket.setNoDelay(true);
 
   // The history reads the stream starts with come before its headers: a backend that cannot
   // serve them answers 503 (retry later), not a stream that opens and closes at once.

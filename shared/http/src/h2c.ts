@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createServer, type Http2Server, type ServerHttp2Session } from 'node:http2';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 
 export interface H2cOptions {
   readonly port: number;
@@ -39,6 +39,9 @@ export function h2cListener(
     // The compatibility API's request and response have the shape fastify reads and writes.
     handler as unknown as Parameters<typeof createServer>[1],
   );
+  // Events are written as they come, not held for the peer's ACK (Nagle): once per connection,
+  // for every stream on it.
+  server.on('connection', (socket: Socket) => socket.setNoDelay(true));
   server.on('session', (session) => {
     sessions.add(session);
     session.once('close', () => sessions.delete(session));
