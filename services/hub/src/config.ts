@@ -86,6 +86,12 @@ export const hubSpec = {
   MERCURE_H2C_PORT: port(),
   /** Streams one h2c connection may hold open at once (SETTINGS_MAX_CONCURRENT_STREAMS). */
   MERCURE_H2C_MAX_STREAMS: integer({ default: 1000, min: 1, max: 2_147_483_647 }),
+  /**
+   * With TLS_CERT_FILE: the main port also speaks HTTP/2, chosen by ALPN, so a browser's
+   * subscriptions share one connection instead of counting against its six per origin
+   * (docs/hub.md, "HTTP/2"). Off: HTTP/1.1 only.
+   */
+  MERCURE_TLS_HTTP2: boolean({ default: true }),
   /** Redis key and channel prefix; all keys share one hash tag so scripts work on a cluster. */
   MERCURE_REDIS_PREFIX: string({ default: 'herald:hub:' }),
   /**

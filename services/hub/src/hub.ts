@@ -447,6 +447,12 @@ export interface HubServer {
  */
 const H2C_IDLE_TIMEOUT = 72_000;
 
+/**
+ * Streams one HTTP/2 connection on the TLS port may hold open at once: a browser's subscriptions
+ * and requests to the hub (Go's HTTP/2 server, under Caddy and the reference hub, announces 250).
+ */
+const TLS_HTTP2_MAX_STREAMS = 250;
+
 /** Builds a hub node (backend, routes from hub-routes.ts, lifecycle) without binding a port. */
 export function createHub(options: HubOptions): HubServer {
   const { config } = options;
@@ -464,6 +470,9 @@ export function createHub(options: HubOptions): HubServer {
             maxStreams: config.MERCURE_H2C_MAX_STREAMS,
             idleTimeout: H2C_IDLE_TIMEOUT,
           },
+    tlsHttp2: config.MERCURE_TLS_HTTP2
+      ? { maxStreams: TLS_HTTP2_MAX_STREAMS, idleTimeout: H2C_IDLE_TIMEOUT }
+      : undefined,
     ...(options.fastify ? { fastify: options.fastify } : {}),
   });
   const { app, lifecycle } = kit;

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Server, Socket } from 'node:net';
 import type { Metrics } from '@herald/metrics';
 import { metricsPlugin } from '@herald/metrics';
 import { replyWithin } from '@herald/redis';
@@ -41,6 +41,18 @@ export interface ServerKitOptions {
   readonly readinessIntervalMs?: number;
   /** A second listener, cleartext HTTP/2 for proxies (h2c.ts); none when undefined. */
   readonly h2c?: H2cOptions | undefined;
+  /**
+   * With TLS (TLS_CERT_FILE): the main listener also speaks HTTP/2, chosen by ALPN (`h2`, then
+   * `http/1.1` for clients without it); HTTP/1.1 only when undefined.
+   */
+  readonly tlsHttp2?: TlsHttp2Options | undefined;
+}
+
+export interface TlsHttp2Options {
+  /** Streams one connection may hold open at once (the SETTINGS_MAX_CONCURRENT_STREAMS it announces). */
+  readonly maxStreams: number;
+  /** A connection with no frame either way for this long is sent GOAWAY (as on the h2c port). */
+  readonly idleTimeout: number;
 }
 
 export interface ServerKit {
@@ -85,10 +97,28 @@ function tlsOptions(config: HttpConfig): { cert: Buffer; key: Buffer } | undefin
   return { cert: readFileSync(certFile), key: readFileSync(keyFile) };
 }
 
+/**
+ * fastify's server options for the main listener: HTTPS, or with `http2` HTTP/2 and HTTP/1.1 on
+ * one TLS port (node's secure HTTP/2 server with `allowHTTP1`: ALPN picks, per connection).
+ */
+function listenerOptions(
+  https: { cert: Buffer; key: Buffer } | undefined,
+  http2: TlsHttp2Options | undefined,
+): Record<string, unknown> {
+  if (!https) return {};
+  if (!http2) return { https };
+  return {
+    http2: true,
+    https: { ...https, allowHTTP1: true, settings: { maxConcurrentStreams: http2.maxStreams } },
+    http2SessionTimeout: http2.idleTimeout,
+  };
+}
+
 export function createServerKit(options: ServerKitOptions): ServerKit {
   const { config, metrics } = options;
   const https = tlsOptions(config);
-  const app = Fastify({
+  const http2 = https ? options.tlsHttp2 : undefined;
+  const serverOptions: FastifyServerOptions = {
     logger: {
       level: config.LOG_LEVEL,
       base: { service: options.name },
@@ -114,9 +144,15 @@ export function createServerKit(options: ServerKitOptions): ServerKit {
       const offered = request.headers['x-request-id'];
       return typeof offered === 'string' && REQUEST_ID.test(offered) ? offered : randomUUID();
     },
-    ...(https ? { https } : {}),
     ...options.fastify,
-  }) as unknown as FastifyInstance;
+  };
+  // One call for the three listeners (HTTP, HTTPS, HTTP/2 and HTTP/1.1 on TLS): fastify's typings
+  // split them into overloads by their literal options.
+  const app = (Fastify as (options: Record<string, unknown>) => unknown)({
+    ...serverOptions,
+    ...listenerOptions(https, http2),
+  }) as FastifyInstance;
+  const sockets = http2 ? tlsHttp2Connections(app.server as unknown as Server) : undefined;
 
   const lifecycle = new Lifecycle(metrics.ready);
   const h2c = options.h2c ? h2cListener(options.h2c, app.routing) : undefined;
@@ -166,7 +202,8 @@ export function createServerKit(options: ServerKitOptions): ServerKit {
         // Cut what is left and stop waiting: a close hook stuck on a dead dependency (Redis
         // down, reconnecting forever) must not hold the process past its grace period.
         app.log.warn('shutdown timeout reached: closing remaining connections');
-        app.server.closeAllConnections();
+        if (sockets) for (const socket of sockets) socket.destroy();
+        else app.server.closeAllConnections();
         h2c?.destroy();
         return undefined;
       });
@@ -186,7 +223,7 @@ export function createServerKit(options: ServerKitOptions): ServerKit {
       await app.listen({ port: config.PORT, host: config.HOST });
       const address = app.server.address() as AddressInfo;
       app.log.info(
-        { port: address.port, host: config.HOST, tls: Boolean(https) },
+        { port: address.port, host: config.HOST, tls: Boolean(https), http2: Boolean(http2) },
         `${options.name} listening`,
       );
       if (h2c) {
@@ -210,4 +247,20 @@ export function createServerKit(options: ServerKitOptions): ServerKit {
       }
     },
   };
+}
+
+/**
+ * The open connections of the TLS listener speaking HTTP/2, kept current: node's secure HTTP/2
+ * server has no closeAllConnections (its HTTP/1.1 connections included) for the shutdown's
+ * deadline. Each is set no-delay once, for all its streams: events are written as they come, not
+ * held for the peer's ACK (HTTP/1.1 subscribers set their own socket, as on the other listeners).
+ */
+function tlsHttp2Connections(server: Server): ReadonlySet<Socket> {
+  const sockets = new Set<Socket>();
+  server.on('connection', (socket: Socket) => {
+    socket.setNoDelay(true);
+    sockets.add(socket);
+    socket.once('close', () => sockets.delete(socket));
+  });
+  return sockets;
 }

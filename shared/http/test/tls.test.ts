@@ -1,67 +1,122 @@
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { once } from 'node:events';
+import { rmSync } from 'node:fs';
+import { connect as connectHttp2 } from 'node:http2';
 import { request } from 'node:https';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { after, test } from 'node:test';
+import { connect as connectTls } from 'node:tls';
 import { createMetrics } from '@herald/metrics';
-import { createServerKit } from '../src/index.js';
+import { createTestCertificates } from '@herald/testkit';
+import { createServerKit, type ServerKit, type TlsHttp2Options } from '../src/index.js';
 
-const directory = mkdtempSync(join(tmpdir(), 'herald-tls-'));
-after(() => rmSync(directory, { recursive: true, force: true }));
+const certificates = createTestCertificates();
+after(() => rmSync(certificates.directory, { recursive: true, force: true }));
 
-test('with TLS_CERT_FILE and TLS_KEY_FILE the listener speaks HTTPS', async () => {
-  const cert = join(directory, 'cert.pem');
-  const key = join(directory, 'key.pem');
-  execFileSync(
-    'openssl',
-    [
-      'req',
-      '-x509',
-      '-newkey',
-      'ec',
-      '-pkeyopt',
-      'ec_paramgen_curve:P-256',
-      '-nodes',
-      '-keyout',
-      key,
-      '-out',
-      cert,
-      '-days',
-      '1',
-      '-subj',
-      '/CN=localhost',
-    ],
-    { stdio: 'ignore' },
-  );
+function tlsKit(tlsHttp2?: TlsHttp2Options, shutdownTimeout = 1000): ServerKit {
   const kit = createServerKit({
     name: 'tls',
     metrics: createMetrics(),
     config: {
       PORT: 0,
       HOST: '127.0.0.1',
-      TLS_CERT_FILE: cert,
-      TLS_KEY_FILE: key,
+      TLS_CERT_FILE: certificates.certFile,
+      TLS_KEY_FILE: certificates.keyFile,
       TRUSTED_PROXIES: [],
       LOG_LEVEL: 'silent',
-      SHUTDOWN_TIMEOUT: 1000,
+      SHUTDOWN_TIMEOUT: shutdownTimeout,
     },
+    tlsHttp2,
   });
-  kit.app.get('/protocol', async (request) => ({ protocol: request.protocol }));
+  kit.app.get('/protocol', async (request) => ({
+    protocol: request.protocol,
+    version: request.raw.httpVersion,
+  }));
+  return kit;
+}
+
+/** GET over HTTPS/1.1: the parsed body. */
+function getHttp1(port: number, path: string): Promise<unknown> {
+  return new Promise((resolve, reject) => {
+    request({ host: '127.0.0.1', port, path, rejectUnauthorized: false }, (response) => {
+      let text = '';
+      response.on('data', (chunk) => (text += chunk));
+      response.on('end', () => resolve(JSON.parse(text)));
+    })
+      .on('error', reject)
+      .end();
+  });
+}
+
+/** The protocol the server picks by ALPN among `offered` (false: none of them). */
+async function negotiated(port: number, offered: string[]): Promise<string | false | null> {
+  const socket = connectTls({ host: '127.0.0.1', port, rejectUnauthorized: false, ALPNProtocols: offered });
+  try {
+    await once(socket, 'secureConnect');
+    return socket.alpnProtocol;
+  } finally {
+    socket.destroy();
+  }
+}
+
+test('with TLS_CERT_FILE and TLS_KEY_FILE the listener speaks HTTPS', async () => {
+  const kit = tlsKit();
   const { port } = await kit.listen();
   try {
-    const body = await new Promise<string>((resolve, reject) => {
-      request({ host: '127.0.0.1', port, path: '/protocol', rejectUnauthorized: false }, (response) => {
-        let text = '';
-        response.on('data', (chunk) => (text += chunk));
-        response.on('end', () => resolve(text));
-      })
-        .on('error', reject)
-        .end();
-    });
-    assert.deepEqual(JSON.parse(body), { protocol: 'https' });
+    assert.deepEqual(await getHttp1(port, '/protocol'), { protocol: 'https', version: '1.1' });
+    assert.equal(await negotiated(port, ['h2', 'http/1.1']), 'http/1.1', 'no HTTP/2 without tlsHttp2');
   } finally {
     await kit.shutdown('test over');
   }
+});
+
+test('with tlsHttp2 the TLS port speaks HTTP/2 to clients that offer it, HTTP/1.1 to the others', async () => {
+  const kit = tlsKit({ maxStreams: 5, idleTimeout: 60_000 });
+  const { port } = await kit.listen();
+  const session = connectHttp2(`https://127.0.0.1:${port}`, { rejectUnauthorized: false });
+  try {
+    assert.equal(await negotiated(port, ['h2', 'http/1.1']), 'h2');
+    const [settings] = (await once(session, 'remoteSettings')) as [{ maxConcurrentStreams?: number }];
+    assert.equal(settings.maxConcurrentStreams, 5);
+    const stream = session.request({ ':path': '/protocol' });
+    const [headers] = (await once(stream, 'response')) as [Record<string, unknown>];
+    assert.equal(headers[':status'], 200);
+    assert.match(String(headers['x-request-id']), /^[\w-]{36}$/);
+    let body = '';
+    for await (const chunk of stream) body += chunk;
+    assert.deepEqual(JSON.parse(body), { protocol: 'https', version: '2.0' });
+    // A client without ALPN, or offering HTTP/1.1 only, gets HTTP/1.1 on the same port.
+    assert.deepEqual(await getHttp1(port, '/protocol'), { protocol: 'https', version: '1.1' });
+  } finally {
+    session.destroy();
+    await kit.shutdown('test over');
+  }
+});
+
+test('with tlsHttp2, the shutdown deadline cuts connections of both protocols', async () => {
+  const kit = tlsKit({ maxStreams: 5, idleTimeout: 60_000 }, 300);
+  // A request that never ends: only the deadline ends its connection.
+  kit.app.get('/hang', (_request, reply) => {
+    reply.hijack();
+    reply.raw.writeHead(200, { 'content-type': 'text/plain' });
+    reply.raw.write('started');
+  });
+  const { port } = await kit.listen();
+  const session = connectHttp2(`https://127.0.0.1:${port}`, { rejectUnauthorized: false });
+  const sessionClosed = once(session, 'close');
+  const http2Stream = session.request({ ':path': '/hang' });
+  http2Stream.on('error', () => undefined);
+  await once(http2Stream, 'response');
+  const http1Closed = new Promise<void>((resolve, reject) => {
+    request({ host: '127.0.0.1', port, path: '/hang', rejectUnauthorized: false }, (response) => {
+      response.on('close', () => resolve());
+      response.on('data', () => undefined);
+    })
+      .on('error', () => resolve())
+      .end();
+    setTimeout(() => reject(new Error('the HTTP/1.1 connection was not cut')), 5000).unref();
+  });
+  // Both requests are in flight before the shutdown starts.
+  await new Promise((resolve) => setTimeout(resolve, 100));
+  await kit.shutdown('test over');
+  await Promise.all([sessionClosed, http1Closed]);
 });
