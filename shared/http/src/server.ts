@@ -152,7 +152,7 @@ export function createServerKit(options: ServerKitOptions): ServerKit {
     ...serverOptions,
     ...listenerOptions(https, http2),
   }) as FastifyInstance;
-  const sockets = http2 ? tlsHttp2Connections(app.server as unknown as Server) : undefined;
+  const sockets = http2 ? prepareTlsHttp2(app) : undefined;
 
   const lifecycle = new Lifecycle(metrics.ready);
   const h2c = options.h2c ? h2cListener(options.h2c, app.routing) : undefined;
@@ -250,12 +250,19 @@ export function createServerKit(options: ServerKitOptions): ServerKit {
 }
 
 /**
- * The open connections of the TLS listener speaking HTTP/2, kept current: node's secure HTTP/2
- * server has no closeAllConnections (its HTTP/1.1 connections included) for the shutdown's
- * deadline. Each is set no-delay once, for all its streams: events are written as they come, not
- * held for the peer's ACK (HTTP/1.1 subscribers set their own socket, as on the other listeners).
+ * Prepares the TLS listener speaking HTTP/2 (node's secure HTTP/2 server) and returns its open
+ * connections, kept current: that server has no closeAllConnections (its HTTP/1.1 connections
+ * included) for the shutdown's deadline. Each is set no-delay once, for all its streams: events
+ * are written as they come, not held for the peer's ACK (HTTP/1.1 subscribers set their own
+ * socket, as on the other listeners).
  */
-function tlsHttp2Connections(server: Server): ReadonlySet<Socket> {
+function prepareTlsHttp2(app: FastifyInstance): ReadonlySet<Socket> {
+  const server = app.server as unknown as Server & { keepAliveTimeout?: number; requestTimeout?: number };
+  // Its HTTP/1.1 connections keep fastify's bounds, as on the HTTPS server (node's own for them:
+  // none or 5 s of keep-alive by version, 300 s to receive a request).
+  const bounds = app.initialConfig as { keepAliveTimeout?: number; requestTimeout?: number };
+  server.keepAliveTimeout = bounds.keepAliveTimeout;
+  server.requestTimeout = bounds.requestTimeout;
   const sockets = new Set<Socket>();
   server.on('connection', (socket: Socket) => {
     socket.setNoDelay(true);

@@ -84,8 +84,12 @@ test('with tlsHttp2 the TLS port speaks HTTP/2 to clients that offer it, HTTP/1.
     let body = '';
     for await (const chunk of stream) body += chunk;
     assert.deepEqual(JSON.parse(body), { protocol: 'https', version: '2.0' });
-    // A client without ALPN, or offering HTTP/1.1 only, gets HTTP/1.1 on the same port.
+    // A client without ALPN, or offering HTTP/1.1 only, gets HTTP/1.1 on the same port, with the
+    // bounds fastify gives its HTTPS server.
     assert.deepEqual(await getHttp1(port, '/protocol'), { protocol: 'https', version: '1.1' });
+    const server = kit.app.server as unknown as { keepAliveTimeout: number; requestTimeout: number };
+    assert.equal(server.keepAliveTimeout, 72_000);
+    assert.equal(server.requestTimeout, 0);
   } finally {
     session.destroy();
     await kit.shutdown('test over');
