@@ -99,6 +99,121 @@ describe('message records while a node of an earlier release is connected (redis
     }
   });
 
+  test('an ack batch that releases a lease leaves a field per ack while such a node is connected, one record once none is', async () => {
+    const url = await testRedisUrl();
+    const prefix = uniquePrefix('record-readers');
+    const redis = new Redis(url);
+    const older = new Redis(url);
+    await older.subscribe(`${prefix}control`);
+    const clock = new KeyClock(Date.now());
+    const storage = new RedisStorage({
+      topology: { kind: 'standalone', url },
+      prefix,
+      log: { warn: () => undefined, info: () => undefined },
+      clock,
+      recordReaders: { intervalMs: INTERVAL_MS, quietMs: QUIET_MS },
+    });
+    const queue = 'record-readers-acks';
+    let pushed = 0;
+    /**
+     * Pushes three messages, pops them under `leaseId` and acks them, in one batch (the
+     * whole-lease path) or the first alone and then the two that release the lease (the general
+     * one), then the same again (a client's resend). Answers what the lease's answers became.
+     */
+    const cycle = async (leaseId: string, split: boolean) => {
+      const transactionIds = [1, 2, 3].map(() => `t${++pushed}`);
+      await storage.queues.push(
+        transactionIds.map((transactionId) => ({
+          queue,
+          partition: 'Default',
+          transactionId,
+          messageId: `m-${transactionId}`,
+          traceId: null,
+          data: '1',
+          producerSub: null,
+        })),
+      );
+      const popped = await storage.queues.pop({
+        queue,
+        partition: 'Default',
+        group: QUEUE_MODE,
+        batch: 10,
+        maxPartitions: 1,
+        leaseId,
+        subscription: { mode: 'all' },
+      });
+      const partitionId = popped.partitions[0]?.partitionId ?? '';
+      const batch = transactionIds.map((transactionId) => ({
+        transactionId,
+        partitionId,
+        status: 'completed' as const,
+        group: QUEUE_MODE,
+        leaseId,
+        error: null,
+      }));
+      const batches = split ? [batch.slice(0, 1), batch.slice(1)] : [batch];
+      const first = [];
+      for (const each of batches) first.push(...(await storage.queues.ack(each)));
+      assert.deepEqual(
+        first.map((result) => [result.success, result.repeat]),
+        [
+          [true, false],
+          [true, false],
+          [true, false],
+        ],
+      );
+      const answers = await redis.hgetall(`${prefix}{${queue}}:la:${leaseId}`);
+      // A client's resend of the batch: answered as a repeat, whatever form the answers took.
+      const resent = [];
+      for (const each of batches) resent.push(...(await storage.queues.ack(each)));
+      assert.deepEqual(
+        resent.map((result) => [result.success, result.repeat]),
+        [
+          [true, true],
+          [true, true],
+          [true, true],
+        ],
+      );
+      return { answers, transactionIds };
+    };
+    try {
+      await waitFor(async () => (await storage.ready()) === undefined, { what: 'ready' });
+      assert.equal(storage.writesRecords, false, 'a node of an earlier release is connected');
+      // What a node of a release before answer records reads: a field per ack.
+      for (const split of [false, true]) {
+        const whileOlder = await cycle(`lease-older-${split}`, split);
+        assert.deepEqual(
+          whileOlder.answers,
+          Object.fromEntries(
+            whileOlder.transactionIds.map((transactionId) => [`Default\n${transactionId}`, 'done:0']),
+          ),
+          split ? 'two batches' : 'one batch',
+        );
+      }
+
+      older.disconnect();
+      await waitFor(
+        async () => ((await redis.call('PUBSUB', 'NUMSUB', `${prefix}control`)) as [string, number])[1] === 1,
+        { what: 'the older node gone' },
+      );
+      await clock.advance(INTERVAL_MS);
+      await clock.advance(QUIET_MS);
+      await waitFor(() => storage.writesRecords, { what: 'records again' });
+      const alone = await cycle('lease-alone', false);
+      assert.deepEqual(alone.answers, { '*Default': `done:0${JSON.stringify(alone.transactionIds)}` });
+      const aloneSplit = await cycle('lease-alone-split', true);
+      const [single, ...rest] = aloneSplit.transactionIds;
+      assert.deepEqual(aloneSplit.answers, {
+        [`Default\n${single}`]: 'done:0',
+        '*Default': `done:0${JSON.stringify(rest)}`,
+      });
+    } finally {
+      await storage.close();
+      older.disconnect();
+      redis.disconnect();
+    }
+  });
+
   test('a count without this node in it opens nothing', async () => {
     const url = await testRedisUrl();
     const redis = new Redis(url);

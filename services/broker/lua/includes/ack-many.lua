@@ -33,11 +33,13 @@ local ANSWERS = {
   completes a whole lease (advance_whole_lease) (one ack at a time cost ~18 calls, the top
   cost of pop+ack in the profile). Resolved ids that pos moves over never enter the a: set;
   the a: and r: sets are only read when they were not empty before the batch; each acked id
-  is parsed once (id_numbers). acks: list of {p, g, txn, status, lease, err}. Returns per ack
-  its refusal (a string), or a number: 1 + 2 leaseReleased + 4 dlq + 8 repeat (one value per
-  ack for Redis to write and the node to read, not a table of five).
+  is parsed once (id_numbers). acks: list of {p, g, txn, status, lease, err}. records: whether
+  a batch may leave its answers under a lease as one record (lease-answers.lua; false while a
+  broker node that does not read records is connected). Returns per ack its refusal (a string),
+  or a number: 1 + 2 leaseReleased + 4 dlq + 8 repeat (one value per ack for Redis to write and
+  the node to read, not a table of five).
 ]]
-local function ack_many(base, acks, cfg, now)
+local function ack_many(base, acks, cfg, now, records)
   local out = {}
   -- Dedup lookups (transactionId -> stream id), one HMGET per partition.
   local txns = {}
@@ -254,11 +256,12 @@ local function ack_many(base, acks, cfg, now)
     if st.reschedule then reschedule(base, st.p, st.g, now) end
   end
   -- A batch that released the lease's hold on a partition with one answer for all its acks
-  -- there leaves one record; any other leaves a field per ack. Nothing applied under the lease
-  -- can follow a release on that partition, so no record is written twice.
+  -- there leaves one record (when records may be written); any other leaves a field per ack.
+  -- Nothing applied under the lease can follow a release on that partition, so no record is
+  -- written twice.
   for _, w in ipairs(given_order) do
     local la = base .. 'la:' .. w.lease
-    if w.released and w.answer then
+    if records and w.released and w.answer then
       redis.call('HSET', la, record_field(w.p), record_text(w.answer, w.txns, 1, #w.txns))
     else
       local fields = {}

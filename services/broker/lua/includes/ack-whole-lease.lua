@@ -26,9 +26,10 @@
   lease held and unexpired; not resolved: after pos, a: empty), is applied as a completion and
   counted once in r: (empty before, distinct ids), so the n-th releases the lease; the batch
   completed n distinct messages of (pos, upto], which holds only the lease's n
-  (advance_whole_lease's reasoning), so pos moves to upto; one answer for all: one record.
+  (advance_whole_lease's reasoning), so pos moves to upto; one answer for all: one record, or
+  with records false a field per ack, as ack_many leaves then.
 ]]
-local function ack_whole_lease(base, p, g, status, lease, txns, first, last, cfg, now)
+local function ack_whole_lease(base, p, g, status, lease, txns, first, last, cfg, now, records)
   if lease == '' or (status ~= 'completed' and status ~= 'success') then return nil end
   if cfg.bridgeTopic ~= '' and cfg.bridgeOn ~= 'push' then return nil end
   local n = last - first + 1
@@ -74,7 +75,16 @@ local function ack_whole_lease(base, p, g, status, lease, txns, first, last, cfg
   redis.call('HINCRBY', base .. 'stats', 'pending:' .. g, -n)
   reschedule(base, p, g, now)
   local la = base .. 'la:' .. lease
-  redis.call('HSET', la, record_field(p), record_text('done:0', txns, first, last))
+  if records then
+    redis.call('HSET', la, record_field(p), record_text('done:0', txns, first, last))
+  else
+    local fields = {}
+    for j = first, last do
+      fields[#fields + 1] = answer_field(p, txns[j])
+      fields[#fields + 1] = 'done:0'
+    end
+    call_chunked('HSET', la, fields)
+  end
   redis.call('PEXPIRE', la, ANSWER_MEMORY_MS)
   local trim_at = completed_trim_at(cfg, oldest)
   if trim_at then schedule_trim(base, p, trim_at) end

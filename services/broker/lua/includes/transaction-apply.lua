@@ -33,7 +33,9 @@ local function apply_transaction_ops(ops, now, prepared)
           ack = setmetatable({ lease = '' }, { __index = op })
         end
       end
-      local answer = ack_many(op.base, { ack }, config_of(op.base), now)[1]
+      -- Its answer as a field of its own (records false): for one ack no larger than a record,
+      -- and read by every release, so no rolling update has to be asked about.
+      local answer = ack_many(op.base, { ack }, config_of(op.base), now, false)[1]
       if type(answer) == 'string' then
         out[index] = { 'ack', 0, 0, 0 }
       else

@@ -195,7 +195,10 @@ export class RedisBackend {
     );
   }
 
-  /** Whether a push writes message records now (false: the five fields; record-readers.ts). */
+  /**
+   * Whether pushes write message records and ack batches answer records now (false: the five
+   * fields, a field per ack; record-readers.ts).
+   */
   get writesRecords(): boolean {
     return this.recordReaders?.open ?? true;
   }

@@ -222,11 +222,12 @@ export class RedisQueueStore implements QueueStore {
       [...byQueue].map(async ([queue, list]) => {
         list.sort((a, b) => a.index - b.index);
         const base = backend.base(queue);
-        // Per ack: its refusal, or 1 + 2 leaseReleased + 4 dlq + 8 repeat (ack-1.lua).
+        // Per ack: its refusal, or 1 + 2 leaseReleased + 4 dlq + 8 repeat (ack-1.lua). Answer
+        // records under a lease only once every connected node reads them (record-readers.ts).
         const [rows, intents] = await backend.run<[(number | string)[], number]>(
           'ack',
           [base],
-          ackRuns(list),
+          [backend.writesRecords ? '1' : '0', ...ackRuns(list)],
         );
         if (intents > 0) backend.outbox.recorded(queue);
         // A partition id the registry knows but no message was ever stored under (a refused push

@@ -1,8 +1,11 @@
 /*
- * Whether every broker node on this Redis reads message records (message-record.ts). A node of
- * a release before them reads a record as an entry without fields, and would hand its consumer
- * an empty message: while one is connected (a rolling update, a rollback), pushes write the five
- * fields instead, which every release reads.
+ * Whether every broker node on this Redis reads message records (message-record.ts) and answer
+ * records (the acks that released a lease, one field `*<p>` of la:<leaseId>: lua/includes/
+ * lease-answers.lua; older than message records, so a node that reads these reads those). A node
+ * of a release before them reads a record as an entry without fields, and would hand its consumer
+ * an empty message, and answers a resent ack it cannot find as refused: while one is connected (a
+ * rolling update, a rollback), pushes write the five fields instead and ack batches a field per
+ * ack, which every release reads.
  *
  * Every node subscribes to the control channel; nodes that read records also to READERS beside
  * it. More subscribers on the control channel than on READERS: a node of an earlier release is
