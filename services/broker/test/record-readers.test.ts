@@ -21,21 +21,42 @@ const INTERVAL_MS = 1000;
 const QUIET_MS = 5000;
 const QUEUE = 'record-readers';
 
+/**
+ * A node of this release (its storage on a test clock, ready) beside one of an earlier release:
+ * `older`, a connection subscribed to the control channel only, as such a node's is.
+ */
+async function besideAnOlderNode() {
+  const url = await testRedisUrl();
+  const prefix = uniquePrefix('record-readers');
+  const redis = new Redis(url);
+  const older = new Redis(url);
+  await older.subscribe(`${prefix}control`);
+  const clock = new KeyClock(Date.now());
+  const storage = new RedisStorage({
+    topology: { kind: 'standalone', url },
+    prefix,
+    log: { warn: () => undefined, info: () => undefined },
+    clock,
+    recordReaders: { intervalMs: INTERVAL_MS, quietMs: QUIET_MS },
+  });
+  await waitFor(async () => (await storage.ready()) === undefined, { what: 'ready' });
+  assert.equal(storage.writesRecords, false, 'a node of an earlier release is connected');
+  /** The older node leaves: resolves once Redis no longer counts its subscription. */
+  const olderLeaves = async (connection: Redis) => {
+    connection.disconnect();
+    await waitFor(
+      async () => ((await redis.call('PUBSUB', 'NUMSUB', `${prefix}control`)) as [string, number])[1] === 1,
+      { what: 'the older node gone' },
+    );
+  };
+  return { url, prefix, redis, older, clock, storage, olderLeaves };
+}
+
 describe('message records while a node of an earlier release is connected (redis)', () => {
   test('five fields while it is connected, records once it has been gone for the quiet time', async () => {
-    const url = await testRedisUrl();
-    const prefix = uniquePrefix('record-readers');
-    const redis = new Redis(url);
-    let older = new Redis(url);
-    await older.subscribe(`${prefix}control`);
-    const clock = new KeyClock(Date.now());
-    const storage = new RedisStorage({
-      topology: { kind: 'standalone', url },
-      prefix,
-      log: { warn: () => undefined, info: () => undefined },
-      clock,
-      recordReaders: { intervalMs: INTERVAL_MS, quietMs: QUIET_MS },
-    });
+    const node = await besideAnOlderNode();
+    const { url, prefix, redis, clock, storage } = node;
+    let older = node.older;
     const stream = `${prefix}{${QUEUE}}:s:Default`;
     let pushed = 0;
     /** Pushes one message; answers the first field of the entry it stored: 'r' for a record. */
@@ -57,15 +78,10 @@ describe('message records while a node of an earlier release is connected (redis
       assert.equal(entryFields(entry[1]).transactionId, `t${pushed} "quoted"\n`);
       return entry[1][0] as string;
     };
-    const subscribers = async () =>
-      (await redis.call('PUBSUB', 'NUMSUB', `${prefix}control`)) as [string, number];
     try {
-      await waitFor(async () => (await storage.ready()) === undefined, { what: 'ready' });
-      assert.equal(storage.writesRecords, false, 'a node of an earlier release is connected');
       assert.equal(await push(), 'm');
 
-      older.disconnect();
-      await waitFor(async () => (await subscribers())[1] === 1, { what: 'the older node gone' });
+      await node.olderLeaves(older);
       await clock.advance(INTERVAL_MS);
       assert.equal(await push(), 'm', 'gone for less than the quiet time: still five fields');
       await clock.advance(QUIET_MS);
@@ -100,19 +116,7 @@ describe('message records while a node of an earlier release is connected (redis
   });
 
   test('an ack batch that releases a lease leaves a field per ack while such a node is connected, one record once none is', async () => {
-    const url = await testRedisUrl();
-    const prefix = uniquePrefix('record-readers');
-    const redis = new Redis(url);
-    const older = new Redis(url);
-    await older.subscribe(`${prefix}control`);
-    const clock = new KeyClock(Date.now());
-    const storage = new RedisStorage({
-      topology: { kind: 'standalone', url },
-      prefix,
-      log: { warn: () => undefined, info: () => undefined },
-      clock,
-      recordReaders: { intervalMs: INTERVAL_MS, quietMs: QUIET_MS },
-    });
+    const { prefix, redis, older, clock, storage, olderLeaves } = await besideAnOlderNode();
     const queue = 'record-readers-acks';
     let pushed = 0;
     /**
@@ -177,8 +181,6 @@ describe('message records while a node of an earlier release is connected (redis
       return { answers, transactionIds };
     };
     try {
-      await waitFor(async () => (await storage.ready()) === undefined, { what: 'ready' });
-      assert.equal(storage.writesRecords, false, 'a node of an earlier release is connected');
       // What a node of a release before answer records reads: a field per ack.
       for (const split of [false, true]) {
         const whileOlder = await cycle(`lease-older-${split}`, split);
@@ -191,11 +193,7 @@ describe('message records while a node of an earlier release is connected (redis
         );
       }
 
-      older.disconnect();
-      await waitFor(
-        async () => ((await redis.call('PUBSUB', 'NUMSUB', `${prefix}control`)) as [string, number])[1] === 1,
-        { what: 'the older node gone' },
-      );
+      await olderLeaves(older);
       await clock.advance(INTERVAL_MS);
       await clock.advance(QUIET_MS);
       await waitFor(() => storage.writesRecords, { what: 'records again' });
