@@ -89,7 +89,7 @@ export const hubSpec = {
   /**
    * With TLS_CERT_FILE: the main port also speaks HTTP/2, chosen by ALPN, so a browser's
    * subscriptions share one connection instead of counting against its six per origin
-   * (docs/hub.md, "HTTP/2"). Off: HTTP/1.1 only.
+   * (docs/hub.md, "HTTP/2 on the TLS port"). Off: HTTP/1.1 only.
    */
   MERCURE_TLS_HTTP2: boolean({ default: true }),
   /** Redis key and channel prefix; all keys share one hash tag so scripts work on a cluster. */

@@ -209,7 +209,8 @@ export async function handleSubscribe(
     // A subscription of the 0.x `topic` parameter alone keeps the 0.x events (upstream's rule).
     topicsField: dependencies.topicsField && query.matchers.some((matcher) => !matcher.legacy),
   });
-  // An HTTP/2 stream's socket is its connection's, set once for all its streams (h2c.ts).
+  // An HTTP/2 stream's socket is its connection's, set once for all its streams by the kit's
+  // HTTP/2 listeners (h2c.ts, server.ts).
   if (request.raw.httpVersionMajor !== 2) request.raw.socket.setNoDelay(true);
 
   // The history reads the stream starts with come before its headers: a backend that cannot
