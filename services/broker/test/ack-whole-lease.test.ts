@@ -9,7 +9,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { stopTestRedis, testRedisUrl, uniquePrefix } from '@herald/testkit';
+import { RedisMonitor, stopTestRedis, testRedisUrl, uniquePrefix } from '@herald/testkit';
 import { Redis } from 'ioredis';
 import { entryFields } from '../src/redis/message-record.js';
 import type { AckInput, AckStatus } from '../src/storage.js';
@@ -55,7 +55,7 @@ after(() => stopTestRedis());
 
 describe('ack of a whole lease (redis)', () => {
   let redis: Redis;
-  let monitor: Redis;
+  let monitor: RedisMonitor;
   let storage: RedisStorage;
   const prefix = uniquePrefix('whole-lease');
   let queues = 0;
@@ -66,10 +66,9 @@ describe('ack of a whole lease (redis)', () => {
   before(async () => {
     const url = await testRedisUrl();
     redis = new Redis(url);
-    monitor = await redis.monitor();
-    monitor.on('monitor', (_time: string, args: string[]) => {
+    monitor = await RedisMonitor.start(url, (args) => {
       if (waiting && args[0] === 'echo' && args[1] === waiting.marker) waiting.reached();
-      else seen.push(args);
+      else seen.push([...args]);
     });
     storage = new RedisStorage({
       topology: { kind: 'standalone', url },
@@ -79,7 +78,7 @@ describe('ack of a whole lease (redis)', () => {
   });
   after(async () => {
     await storage.close();
-    monitor.disconnect();
+    monitor.stop();
     redis.disconnect();
   });
 

@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { createMetrics } from '@herald/metrics';
 import { loadScripts } from '@herald/redis';
-import { RedisServer, uniquePrefix, waitFor } from '@herald/testkit';
+import { RedisMonitor, RedisServer, uniquePrefix, waitFor } from '@herald/testkit';
 import { scanScripts } from '@herald/testkit/lua';
 import { Redis } from 'ioredis';
 import { LUA_DIRECTORY, RedisTransport } from '../src/transport-redis.js';
@@ -36,21 +36,20 @@ function hashTagOf(key: string): string {
 
 describe('each script call keeps its keys in one slot (redis)', () => {
   let server: RedisServer;
-  let monitor: Awaited<ReturnType<Redis['monitor']>>;
+  let monitor: RedisMonitor;
   let admin: Redis;
   const calls: string[][] = [];
 
   before(async () => {
     server = await RedisServer.start();
     admin = new Redis(server.url);
-    monitor = await admin.monitor();
-    monitor.on('monitor', (_time: string, args: string[]) => {
+    monitor = await RedisMonitor.start(server.url, (args) => {
       const name = args[0]?.toUpperCase();
-      if (name === 'EVALSHA' || name === 'EVAL') calls.push(args);
+      if (name === 'EVALSHA' || name === 'EVAL') calls.push([...args]);
     });
   });
   after(async () => {
-    monitor.disconnect();
+    monitor.stop();
     admin.disconnect();
     await server.destroy();
   });

@@ -9,6 +9,7 @@ export {
   RedisCluster,
   type RedisClusterOptions,
 } from './redis-cluster.js';
+export { type MonitoredCommand, parseMonitorLine, RedisMonitor } from './redis-monitor.js';
 export type { AclUser } from './redis-security.js';
 export { RedisSentinelSet, type RedisSentinelSetOptions } from './redis-sentinel.js';
 export { RedisServer, type RedisServerOptions, redisServerMissingMessage } from './redis-server.js';
