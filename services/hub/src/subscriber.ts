@@ -102,6 +102,34 @@ function corkForTick(socket: Socket): void {
 }
 
 /**
+ * A blocked stream's held events. An idle stream has none: state a few streams need lives in
+ * objects made on need, not in fields every `Subscriber` carries (8 bytes each, per idle
+ * subscriber; docs/benchmarks.md, "Idle subscribers").
+ */
+interface Backlog {
+  readonly chunks: Buffer[];
+  bytes: number;
+  /** Cancels the dispatch timer, started when the write blocked. */
+  readonly cancelTimer: () => void;
+}
+
+/** What a stream resumed from a Last-Event-ID keeps about its replay. */
+interface Resume {
+  /** While replaying history, live updates wait here (they all come after the snapshot). */
+  buffer: StoredUpdate[] | undefined;
+  /** The last position the replay covers in each partition. */
+  snapshot: Cursor | undefined;
+  /** Updates this cursor covers are already known to the client (its Last-Event-ID). */
+  skipCursor: Cursor | undefined;
+  /**
+   * The client's Last-Event-ID: never sent again, replayed or live (a resume across partitions
+   * starts before it, and a partition joined for this subscriber delivers from its join point, a
+   * lower bound of Redis time that may precede it).
+   */
+  skipId: string | undefined;
+}
+
+/**
  * One SSE connection. Writes go straight to the socket while it accepts them; once `write()`
  * reports back-pressure, events queue here, bounded in bytes and in count, and a dispatch timer
  * starts: overflow or a write blocked past the timeout closes this connection, so a stalled
@@ -124,28 +152,14 @@ export class Subscriber {
    */
   private sink: EventSink | undefined;
   private chunked = false;
-  /** Events held while a write is blocked (allocated then only). */
-  private queue: Buffer[] | undefined;
-  private queuedBytes = 0;
-  private blocked = false;
-  /** Cancels the dispatch timer while a write is blocked. */
-  private dispatchTimer: (() => void) | undefined;
+  /** Events held while a write is blocked by back-pressure (allocated then only). */
+  private backlog: Backlog | undefined;
   /** Cancel the `closeAt` timers (allocated with the first). */
   private timers: (() => void)[] | undefined;
-  /** While replaying history, live updates wait here (they all come after the snapshot). */
-  private replayBuffer: StoredUpdate[] | undefined;
-  private snapshot: Cursor | undefined;
-  /** Updates this cursor covers are already known to the client (its Last-Event-ID). */
-  private skipCursor: Cursor | undefined;
-  /**
-   * The client's Last-Event-ID: never sent again, replayed or live (a resume across partitions
-   * starts before it, and a partition joined for this subscriber delivers from its join point, a
-   * lower bound of Redis time that may precede it).
-   */
-  private skipId: string | undefined;
+  /** A resumed stream's replay and skip state (allocated for a resume only). */
+  private resume: Resume | undefined;
   lastWriteAt: number;
   closed = false;
-  deliveries = 0;
 
   /**
    * One IRI per connection (`urn:uuid:…`), the `subscriber` of subscription events and of log
@@ -219,14 +233,14 @@ export class Subscriber {
 
   /** Starts buffering live updates; `snapshot` is the last the replay will cover in each partition. */
   beginReplay(snapshot: Cursor): void {
-    this.replayBuffer = [];
-    this.snapshot = snapshot;
+    this.resume = { buffer: [], snapshot, skipCursor: undefined, skipId: undefined };
   }
 
   /** Writes the buffered live updates after the replay and switches to direct delivery. */
   endReplay(): void {
-    const buffered = this.replayBuffer ?? [];
-    this.replayBuffer = undefined;
+    const resume = this.resume;
+    const buffered = resume?.buffer ?? [];
+    if (resume) resume.buffer = undefined;
     for (const update of buffered) this.deliver(update);
   }
 
@@ -235,30 +249,34 @@ export class Subscriber {
    * up to the cursor would be duplicates. `id` (its Last-Event-ID) is not sent again.
    */
   skipThrough(cursor: Cursor, id: string): void {
-    this.skipId = id;
-    const snapshot = this.snapshot;
+    this.resume ??= { buffer: undefined, snapshot: undefined, skipCursor: undefined, skipId: undefined };
+    this.resume.skipId = id;
+    const snapshot = this.resume.snapshot;
     if (snapshot === undefined) return;
     const ahead = cursor.some(
       (position, partition) =>
         snapshot[partition] !== undefined && comparePositions(position, snapshot[partition] as string) > 0,
     );
-    if (ahead) this.skipCursor = cursor;
+    if (ahead) this.resume.skipCursor = cursor;
   }
 
   get replaySnapshot(): Cursor | undefined {
-    return this.snapshot;
+    return this.resume?.snapshot;
   }
 
   /** Live delivery, called by the fan-out once matching and entitlement were checked. */
   deliver(update: StoredUpdate): void {
-    if (this.closed || update.id === this.skipId) return;
-    if (this.skipCursor !== undefined && isCovered(this.skipCursor, update)) return;
-    if (this.replayBuffer) {
-      this.replayBuffer.push(update);
-      if (this.replayBuffer.length > this.shared.limits.maxQueueEvents) this.close('queue_full');
-      return;
+    if (this.closed) return;
+    const resume = this.resume;
+    if (resume) {
+      if (update.id === resume.skipId) return;
+      if (resume.skipCursor !== undefined && isCovered(resume.skipCursor, update)) return;
+      if (resume.buffer) {
+        resume.buffer.push(update);
+        if (resume.buffer.length > this.shared.limits.maxQueueEvents) this.close('queue_full');
+        return;
+      }
     }
-    this.deliveries += 1;
     this.write(this.frameOf(update));
   }
 
@@ -272,22 +290,21 @@ export class Subscriber {
 
   /** A replayed event: matching and entitlement are checked here, against the current token. */
   replay(update: StoredUpdate): boolean {
-    if (this.closed || update.id === this.skipId || !this.matchesTopics(update.topics)) return false;
+    if (this.closed || update.id === this.resume?.skipId || !this.matchesTopics(update.topics)) return false;
     if (!this.takesCopy(update) || !this.isEntitledTo(update)) return false;
-    this.deliveries += 1;
     this.write(this.frameOf(update));
     return true;
   }
 
   /** A write is blocked by back-pressure: the dispatch timer runs until the socket drains. */
   get writeBlocked(): boolean {
-    return this.blocked;
+    return this.backlog !== undefined;
   }
 
   heartbeat(): void {
     // Not before the stream's headers: the subscribe handler may still be reading history, and
     // may yet answer 503 (a write now would send an implicit 200 instead).
-    if (!this.closed && !this.blocked && this.response.headersSent) this.write(HEARTBEAT);
+    if (!this.closed && !this.backlog && this.response.headersSent) this.write(HEARTBEAT);
   }
 
   write(frame: Frame): void {
@@ -304,13 +321,12 @@ export class Subscriber {
   }
 
   private writeChunk(chunk: Buffer): void {
-    if (this.blocked) {
-      this.queue ??= [];
-      const queue = this.queue;
-      queue.push(chunk);
-      this.queuedBytes += chunk.length;
+    const backlog = this.backlog;
+    if (backlog) {
+      backlog.chunks.push(chunk);
+      backlog.bytes += chunk.length;
       const { limits } = this.shared;
-      if (this.queuedBytes > limits.maxQueueBytes || queue.length > limits.maxQueueEvents) {
+      if (backlog.bytes > limits.maxQueueBytes || backlog.chunks.length > limits.maxQueueEvents) {
         this.close('queue_full');
       }
       return;
@@ -320,10 +336,13 @@ export class Subscriber {
     // An HTTP/2 session sends what its streams wrote in a tick together already.
     if (sink !== this.response) corkForTick(sink as Socket);
     if (!sink.write(chunk)) {
-      this.blocked = true;
-      this.dispatchTimer = this.clock.timer(this.clock.now() + this.shared.limits.dispatchTimeout, () =>
-        this.close('dispatch_timeout'),
-      );
+      this.backlog = {
+        chunks: [],
+        bytes: 0,
+        cancelTimer: this.clock.timer(this.clock.now() + this.shared.limits.dispatchTimeout, () =>
+          this.close('dispatch_timeout'),
+        ),
+      };
     }
   }
 
@@ -351,22 +370,14 @@ export class Subscriber {
   }
 
   private onDrain(): void {
-    if (this.closed) return;
-    this.dispatchTimer?.();
-    this.dispatchTimer = undefined;
-    this.blocked = false;
-    const queue = this.queue ?? [];
-    this.queue = undefined;
-    this.queuedBytes = 0;
-    for (let index = 0; index < queue.length; index++) {
-      if (this.blocked) {
-        // Back-pressure again: keep the rest, in order.
-        const rest = queue.slice(index);
-        this.queue = rest;
-        for (const chunk of rest) this.queuedBytes += chunk.length;
-        return;
-      }
-      this.writeChunk(queue[index] as Buffer);
+    const backlog = this.backlog;
+    if (this.closed || !backlog) return;
+    backlog.cancelTimer();
+    this.backlog = undefined;
+    // Back-pressure again on the way: the rest joins the new backlog, in order.
+    for (const chunk of backlog.chunks) {
+      if (this.closed) return;
+      this.writeChunk(chunk);
     }
   }
 
@@ -384,11 +395,10 @@ export class Subscriber {
   close(reason: CloseReason): void {
     if (this.closed) return;
     this.closed = true;
-    this.dispatchTimer?.();
-    this.dispatchTimer = undefined;
+    this.backlog?.cancelTimer();
+    this.backlog = undefined;
     for (const cancel of this.timers ?? []) cancel();
-    this.queue = undefined;
-    this.replayBuffer = undefined;
+    if (this.resume) this.resume.buffer = undefined;
     if (reason === 'queue_full' || reason === 'dispatch_timeout') {
       // The peer is not reading: ending gracefully would wait on it forever. An HTTP/2 stream is
       // reset with CANCEL: a plain destroy resets it with NO_ERROR, which after a partial response
