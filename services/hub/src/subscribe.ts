@@ -1,4 +1,5 @@
 import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
+import type { Http2ServerResponse } from 'node:http2';
 import { type ErrorReply, HeraldError, sendError } from '@herald/errors';
 import type { Metrics } from '@herald/metrics';
 import type { FastifyBaseLogger, FastifyReply, FastifyRequest } from 'fastify';
@@ -139,18 +140,32 @@ export function parseSubscribeQuery(parameters: URLSearchParams, legacy: boolean
   return { matchers, lastEventId };
 }
 
+/**
+ * The list of a subscription of one matcher (the usual one), one per compiled selector, shared by
+ * every subscriber of it: not an array per idle subscriber (56 bytes of heap each). Selectors are
+ * cached (matchers.ts); a list lives as long as its selector. `*` selectors are made per call and
+ * get their own list.
+ */
+const singleMatcherLists = new WeakMap<TopicMatcher, readonly TopicMatcher[]>();
+
 /** Compiles a subscription's matchers within the per-subscription program budget; throws 400s. */
 function compileMatchers(
   auth: Pick<HubAuthorization, 'compileMatcher'>,
   requested: readonly MatcherRequest[],
-): TopicMatcher[] {
+): readonly TopicMatcher[] {
   let programSize = 0;
-  return requested.map(({ match, matchType, legacy }) => {
+  const matchers = requested.map(({ match, matchType, legacy }) => {
     const selector = auth.compileMatcher(match, matchType, legacy);
     programSize += selector.programSize;
     if (programSize > MAX_SUBSCRIPTION_PROGRAM_SIZE) throw matchersTooComplex(MAX_SUBSCRIPTION_PROGRAM_SIZE);
     return selector;
   });
+  const [only] = matchers;
+  if (matchers.length !== 1 || only === undefined || only.isWildcard) return matchers;
+  const shared = singleMatcherLists.get(only);
+  if (shared) return shared;
+  singleMatcherLists.set(only, matchers);
+  return matchers;
 }
 
 /** GET/HEAD /.well-known/mercure: an SSE stream (hub.md, subscribe). */
@@ -229,8 +244,7 @@ export async function handleSubscribe(
     headers['mercure-last-event-id'] = replay.start.precedingId;
   }
   if (subscriber.closed) return;
-  response.writeHead(200, headers);
-  flattenHead(response);
+  sendHead(response, headers);
   response.write(OPENING_COMMENT);
   if (!replay) return;
   try {
@@ -239,6 +253,21 @@ export async function handleSubscribe(
     request.log.error({ err: error }, 'history replay failed; closing the stream (the client resumes)');
     subscriber.close('replay_failed');
   }
+}
+
+/**
+ * Sends the stream's 200 head. An HTTP/2 stream's goes to the stream itself: node's compatibility
+ * `writeHead` would first copy every header into the response's own dictionary, kept for the
+ * stream's life beside the stream's sent headers (~125 bytes of heap per idle HTTP/2 subscriber on
+ * Node 20; docs/benchmarks.md, "Idle subscribers").
+ */
+function sendHead(response: ServerResponse | Http2ServerResponse, headers: OutgoingHttpHeaders): void {
+  if ('stream' in response) {
+    response.stream.respond({ ...headers, ':status': 200 });
+    return;
+  }
+  response.writeHead(200, headers);
+  flattenHead(response);
 }
 
 /**

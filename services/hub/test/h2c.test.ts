@@ -98,6 +98,53 @@ describe('the h2c listener (MERCURE_H2C_PORT)', () => {
     });
   }
 
+  test("a stream's head over HTTP/2 carries what the HTTP/1.1 one does, less the connection's headers", async () => {
+    // HTTP/2 heads go to the stream itself (subscribe.ts, sendHead), not through node's writeHead.
+    const hub = await startTestHub('memory', {
+      MERCURE_H2C_PORT: '0',
+      MERCURE_ANONYMOUS: '1',
+      MERCURE_CORS_ORIGINS: 'https://app.example',
+    });
+    const session = await connectH2c(hub);
+    try {
+      const topic = 'https://example.com/heads/1';
+      const id = await publishOk(hub.url, { topic, data: 'earlier' });
+      const query = [
+        ['match', topic],
+        ['lastEventID', id],
+      ] satisfies [string, string][];
+      const origin = { origin: 'https://app.example' };
+      const http1 = await SseStream.open(`${hub.url}?${new URLSearchParams(query)}`, origin);
+      const http2 = await SseStream.openOn(session, path(query), origin);
+      const comparable = (headers: Record<string, unknown>) =>
+        Object.fromEntries(
+          Object.entries(headers).filter(
+            ([name]) =>
+              !['connection', 'keep-alive', 'transfer-encoding', 'date', 'x-request-id'].includes(name),
+          ),
+        );
+      assert.equal(http2.status, 200);
+      assert.deepEqual(comparable({ ...http2.headers, ':status': undefined }), {
+        ...comparable(http1.headers),
+        ':status': undefined,
+      });
+      assert.equal(http2.headers['access-control-allow-origin'], 'https://app.example');
+      assert.equal(http2.headers['last-event-id'], id);
+      assert.match(String(http2.headers.date), /GMT$/);
+      assert.match(String(http2.headers['x-request-id']), /^[\w-]+$/);
+      assert.notEqual(http2.headers['x-request-id'], http1.headers['x-request-id']);
+      // Resumed after the one update there is: the next is the first either gets.
+      const later = await publishOk(hub.url, { topic, data: 'later' });
+      for (const stream of [http1, http2])
+        assert.deepEqual(await stream.waitForEvents(1), [{ id: later, data: 'later' }]);
+      http1.close();
+      http2.close();
+    } finally {
+      session.destroy();
+      await hub.close();
+    }
+  });
+
   test('MERCURE_H2C_PORT equal to PORT is refused at start', () => {
     const base = { MERCURE_PUBLISHER_JWT_KEY: 'k'.repeat(32), MERCURE_SUBSCRIBER_JWT_KEY: 'k'.repeat(32) };
     assert.throws(
