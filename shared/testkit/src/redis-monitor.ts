@@ -52,7 +52,8 @@ export class RedisMonitor {
   private constructor(private readonly socket: Socket) {}
 
   static async start(url: string, onCommand: (command: MonitoredCommand) => void): Promise<RedisMonitor> {
-    const { hostname, port, username, password } = new URL(url);
+    const { protocol, hostname, port, username, password } = new URL(url);
+    if (protocol !== 'redis:') throw new Error(`RedisMonitor: plain redis:// URLs only, got ${protocol}`);
     const socket = connect(Number(port || 6379), hostname.replace(/^\[|\]$/g, ''));
     socket.setEncoding('latin1');
     await once(socket, 'connect');
@@ -63,7 +64,8 @@ export class RedisMonitor {
     let okExpected = greeting ? 2 : 1;
     let pending = '';
     const started = new Promise<void>((resolve, reject) => {
-      socket.once('error', reject);
+      // Rejects while starting; later, the test waiting for a command fails on its own timeout.
+      socket.on('error', reject);
       socket.on('data', (chunk: string) => {
         pending += chunk;
         let lineEnd = pending.indexOf('\r\n');
