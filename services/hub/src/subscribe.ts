@@ -263,7 +263,9 @@ export async function handleSubscribe(
  */
 function sendHead(response: ServerResponse | Http2ServerResponse, headers: OutgoingHttpHeaders): void {
   if ('stream' in response) {
-    response.stream.respond({ ...headers, ':status': 200 });
+    // As writeHead does: a stream the client reset is left alone (respond would throw).
+    const { stream } = response;
+    if (!stream.destroyed && !stream.closed) stream.respond({ ...headers, ':status': 200 });
     return;
   }
   response.writeHead(200, headers);
