@@ -10,7 +10,8 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import type { Broker } from '@herald/broker';
-import type { Browser, Page } from 'playwright-core';
+import { waitFor } from '@herald/testkit';
+import type { APIResponse, Browser, Page, Route } from 'playwright-core';
 import {
   type Api,
   adminApi,
@@ -113,6 +114,38 @@ describe('console: the queue bridge and the outbox relay (admin, headless Chromi
       [options.bridgeTopic, options.bridgeOn, options.bridgePrivate, options.retryLimit],
       ['https://example.com/slow/{queue}/{partition}', 'both', true, 1],
     );
+  });
+
+  test('an answer the page asked for before a save never shows over the save', async () => {
+    // The page polls its queue every 3 s. One poll is answered by the broker before the save and
+    // handed to the page after it, as a slow network would: the page must keep the saved value.
+    const detail = `**/api/v1/status/queues/${encodeURIComponent(SLOW)}`;
+    await page.goto(`${broker.url}/console/#/queues/${SLOW}`);
+    const retryLimit = page.getByTestId('options-form').locator('input[name=retryLimit]');
+    await page.waitForFunction(
+      "document.querySelector('[data-testid=options-form] input[name=retryLimit]')?.value === '1'",
+    );
+    let stale: { route: Route; response: APIResponse } | undefined;
+    await page.route(detail, async (route) => {
+      if (stale) return route.continue();
+      stale = { route, response: await route.fetch() };
+    });
+    try {
+      await retryLimit.fill('3');
+      const held = await waitFor(() => stale, { timeoutMs: 10_000, what: "the page's next poll" });
+      assert.equal(await save(), 'Configured.');
+      assert.equal(await retryLimit.inputValue(), '3', 'the save shows what the broker now holds');
+      const late = page.waitForResponse((response) => response.request() === held.route.request());
+      await held.route.fulfill({ response: held.response });
+      await (await late).finished();
+      // What the answer's handler renders is on screen once the page has drawn twice more.
+      await page.evaluate(
+        'new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve)))',
+      );
+      assert.equal(await retryLimit.inputValue(), '3', 'the older answer is not shown over the save');
+    } finally {
+      await page.unroute(detail);
+    }
   });
 
   test("a queue's page never shows the previous queue's options: its late answer is dropped", async () => {

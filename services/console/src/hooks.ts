@@ -15,16 +15,22 @@ export function usePoll<T>(load: () => Promise<T>, intervalMs: number, deps: rea
   const [loadedAt, setLoadedAt] = useState<number | undefined>(undefined);
   const loadRef = useRef(load);
   loadRef.current = load;
+  // Requests numbered as asked: an answer older than the one shown is dropped (a poll asked
+  // before a save and answered after the reload that followed it would undo the save on screen).
+  const asks = useRef(0);
+  const shown = useRef(0);
   const reload = useCallback(async () => {
     const asked = generations.current;
+    const ask = ++asks.current;
     try {
       const data = await loadRef.current();
-      if (asked !== generations.current) return;
+      if (asked !== generations.current || ask < shown.current) return;
+      shown.current = ask;
       setLoaded({ generation: asked, data });
       setError(undefined);
       setLoadedAt(Date.now());
     } catch (caught) {
-      if (asked !== generations.current) return;
+      if (asked !== generations.current || ask < shown.current) return;
       setError(caught instanceof Error ? caught.message : String(caught));
     }
   }, []);

@@ -123,7 +123,13 @@ function OptionInput(props: {
   }
 }
 
-function OptionsForm(props: { queue: string; config: Config; canWrite: boolean; onSaved: () => void }) {
+function OptionsForm(props: {
+  queue: string;
+  config: Config;
+  canWrite: boolean;
+  /** Reloads the queue's detail; resolves once it is on screen. */
+  onSaved: () => Promise<void>;
+}) {
   const [draft, setDraft] = useState<Draft>({});
   const [saved, setSaved] = useState<(Partial<QueueBridge> & Record<string, unknown>) | undefined>(undefined);
   // The bridge as the detail reports it; else as the last save here answered it (a broker whose
@@ -193,8 +199,9 @@ function OptionsForm(props: { queue: string; config: Config; canWrite: boolean; 
               { queue: props.queue, options: changed },
             );
             setSaved(answer.options);
+            // The draft gives way once the detail shows the saved options, not the ones before.
+            await props.onSaved();
             setDraft({});
-            props.onSaved();
             return 'Configured.';
           }}
         />
@@ -362,7 +369,7 @@ export function QueueView(props: { name: string; caps: Capabilities; route: Rout
                 queue={props.name}
                 config={{ ...d.queue.config, priority: d.queue.priority }}
                 canWrite={props.caps.write}
-                onSaved={() => void detail.reload()}
+                onSaved={detail.reload}
               />
             </>
           );
