@@ -127,7 +127,7 @@ function OptionsForm(props: {
   queue: string;
   config: Config;
   canWrite: boolean;
-  /** Reloads the queue's detail; resolves once it is on screen. */
+  /** Reloads the queue's detail; resolves once its answer is taken (or dropped as older). */
   onSaved: () => Promise<void>;
 }) {
   const [draft, setDraft] = useState<Draft>({});
