@@ -41,6 +41,11 @@ export function parseMonitorLine(line: string): MonitoredCommand {
   return args;
 }
 
+/** A command as RESP: an array of bulk strings, so any byte of a password goes through. */
+function respCommand(args: readonly string[]): string {
+  return `*${args.length}\r\n${args.map((arg) => `$${Buffer.byteLength(arg)}\r\n${arg}\r\n`).join('')}`;
+}
+
 /**
  * A MONITOR connection that reports every command the server runs, from the moment `start`
  * resolves. Its own client, not ioredis's `monitor()`: that one switches to monitoring in a
@@ -57,11 +62,10 @@ export class RedisMonitor {
     const socket = connect(Number(port || 6379), hostname.replace(/^\[|\]$/g, ''));
     socket.setEncoding('latin1');
     await once(socket, 'connect');
-    const greeting = password
-      ? `AUTH ${username ? `${decodeURIComponent(username)} ` : ''}${decodeURIComponent(password)}\r\n`
-      : '';
-    socket.write(`${greeting}MONITOR\r\n`);
-    let okExpected = greeting ? 2 : 1;
+    const credentials = [username, password].filter((part) => part !== '').map(decodeURIComponent);
+    if (credentials.length > 0) socket.write(respCommand(['AUTH', ...credentials]));
+    socket.write(respCommand(['MONITOR']));
+    let okExpected = credentials.length > 0 ? 2 : 1;
     let pending = '';
     const started = new Promise<void>((resolve, reject) => {
       // Rejects while starting; later, the test waiting for a command fails on its own timeout.

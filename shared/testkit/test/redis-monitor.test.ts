@@ -6,7 +6,7 @@ import { type MonitoredCommand, parseMonitorLine, RedisMonitor, RedisServer, wai
 describe('RedisMonitor', () => {
   let server: RedisServer;
   before(async () => {
-    server = await RedisServer.start({ extraArguments: ['--user', 'watcher', 'on', '>s3cret', '+@all'] });
+    server = await RedisServer.start({ extraArguments: ['--user', 'watcher', 'on', '>s3 cr"ét', '+@all'] });
   });
   after(async () => {
     await server.destroy();
@@ -57,8 +57,11 @@ describe('RedisMonitor', () => {
     }
   });
 
-  test('authenticates as the URL says', async () => {
-    const seen = await monitorSees(`redis://watcher:s3cret@127.0.0.1:${server.port}`, 'as-watcher');
+  test('authenticates as the URL says, whatever the password holds', async () => {
+    const seen = await monitorSees(
+      `redis://watcher:${encodeURIComponent('s3 cr"ét')}@127.0.0.1:${server.port}`,
+      'as-watcher',
+    );
     assert.ok(seen.some((command) => command.join(' ') === 'echo as-watcher'));
     await assert.rejects(
       RedisMonitor.start(`redis://watcher:wrong@127.0.0.1:${server.port}`, () => undefined),
