@@ -69,8 +69,9 @@ function keyOf(command: Command, stream: Stream | undefined): object {
  *   progress excepted), a new command is refused at once: it never enters the offline queue.
  * - Any other command (queued during the first connect or a handshake, written and not yet
  *   answered, or waiting to be re-sent) is refused once `timeoutMs` passed without a reply,
- *   checked every `timeoutMs / 4` (100 ms at most), after the replies already received are
- *   read: refused within 1.25 x `timeoutMs`.
+ *   plus `timeoutMs` per 8 MiB of arguments it carries (allowanceMs), checked every
+ *   `timeoutMs / 4` (100 ms at most), after the replies already received are read: refused
+ *   within 1.25 x `timeoutMs` after that.
  * - A refused command is never written afterwards: ioredis re-sends unanswered commands and
  *   flushes its offline queue through `sendCommand` once reconnected, and this wrapper drops
  *   refused ones there. Unanswered commands that are still within their deadline are re-sent
@@ -95,6 +96,7 @@ export function applyDeadlines(client: RedisClient, timeoutMs: number, target: s
     timeoutMs,
     target,
     firstSent: new WeakMap(),
+    sized: new WeakSet(),
     refused: new WeakMap(),
   };
   if (client instanceof Cluster) {
@@ -108,8 +110,42 @@ export function applyDeadlines(client: RedisClient, timeoutMs: number, target: s
 interface DeadlineState {
   readonly timeoutMs: number;
   readonly target: string;
+  /** When the deadline's count starts: the first send, later by the size allowance. */
   readonly firstSent: WeakMap<object, number>;
+  /** Commands whose size allowance is counted (only those that have one). */
+  readonly sized: WeakSet<Command>;
   readonly refused: WeakMap<object, RedisUnavailableError>;
+}
+
+/**
+ * A command gets `timeoutMs` more per ALLOWANCE_BYTES of arguments it carries. Redis's time for
+ * a large argument grows with it (one push of a 64 MiB payload: 1.34 s inside Redis here, ~21 ms
+ * per MiB, past the broker's 1 s default), and a deadline chosen to notice a stalled Redis must
+ * not refuse a command only for its size: ~6x that rate at the broker's default.
+ */
+const ALLOWANCE_BYTES = 8 * 1024 * 1024;
+
+function allowanceMs(command: Command, timeoutMs: number): number {
+  let bytes = 0;
+  for (const argument of command.args) {
+    if (typeof argument === 'string' || Buffer.isBuffer(argument)) bytes += argument.length;
+  }
+  return bytes < ALLOWANCE_BYTES / 64 ? 0 : Math.ceil((timeoutMs * bytes) / ALLOWANCE_BYTES);
+}
+
+/**
+ * Notes a send: the first starts the deadline's count (moved later by the command's size
+ * allowance); a pipeline's later commands add their allowance once each; re-sends change nothing.
+ */
+function noteSent(state: DeadlineState, key: object, command: Command): void {
+  const extra = allowanceMs(command, state.timeoutMs);
+  const first = state.firstSent.get(key);
+  if (extra > 0) {
+    if (state.sized.has(command)) return;
+    state.sized.add(command);
+  }
+  if (first === undefined) state.firstSent.set(key, Date.now() + extra);
+  else if (extra > 0) state.firstSent.set(key, first + extra);
 }
 
 function timeoutRefusal(state: DeadlineState): RedisUnavailableError {
@@ -199,7 +235,7 @@ function applyConnectionDeadlines(redis: Redis, state: DeadlineState): void {
       return command.promise;
     }
     // The deadline counts from the first attempt, not from a re-send.
-    if (!firstSent.has(key)) firstSent.set(key, Date.now());
+    noteSent(state, key, command);
     startSweeper();
     return send(command, stream);
   }) as typeof redis.sendCommand;
@@ -262,7 +298,7 @@ function applyClusterDeadlines(cluster: Cluster, state: DeadlineState): void {
       command.reject(error);
       return command.promise;
     }
-    if (!firstSent.has(key)) firstSent.set(key, Date.now());
+    noteSent(state, key, command);
     track(key, command);
     startSweeper();
     return send(command, stream, node);

@@ -105,6 +105,35 @@ test('an unanswered command still within its deadline is re-sent after a reconne
   assert.equal(await redis.get('counter'), '1');
 });
 
+test('a large command gets more time by its size: re-sent and answered where a small one is refused', async () => {
+  const server = await startServer();
+  const proxy = await StallProxy.start(server.port);
+  cleanups.push(() => proxy.close());
+  const redis = connectTo(proxy.url, 500);
+  await once(redis, 'ready');
+  proxy.hold();
+  // 64 MiB: 500 ms more per 8 MiB, so 4.5 s in all against the small command's 500 ms.
+  const value = 'v'.repeat(64 * 1024 * 1024);
+  const large = redis.set('large', value);
+  let outcome: 'answered' | 'refused' | undefined;
+  large.then(
+    () => {
+      outcome = 'answered';
+    },
+    () => {
+      outcome = 'refused';
+    },
+  );
+  const small = redis.set('small', 'refused');
+  await refusal(small);
+  // The sweep that refused the small command would have refused the large one (sent first) too.
+  assert.equal(outcome, undefined, 'the large command was refused with the small one');
+  proxy.releaseAndCut();
+  assert.equal(await large, 'OK');
+  assert.equal(await redis.strlen('large'), value.length);
+  assert.equal(await redis.get('small'), null);
+});
+
 test('commands sent before the first connect succeeds are refused by their deadline, never applied later', async () => {
   const port = await freePort();
   const redis = connectTo(`redis://127.0.0.1:${port}`, 300);
