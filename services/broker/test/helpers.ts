@@ -1,3 +1,4 @@
+import assert from 'node:assert/strict';
 import { after, before } from 'node:test';
 import { parseEnv } from '@herald/config';
 import { createRedis, KeyClock, type RedisClient, redisTopologyFrom } from '@herald/redis';
@@ -162,6 +163,26 @@ export function client(base: string, token?: string) {
 }
 
 export type BrokerClient = ReturnType<typeof client>;
+
+/** Acks popped `messages` as completed in one batch; every ack succeeds. */
+export async function completeAll(
+  api: BrokerClient,
+  messages: readonly { transactionId: string; partitionId: string; leaseId: string }[],
+): Promise<void> {
+  const done = await api.ackBatch({
+    acknowledgments: messages.map((message) => ({
+      transactionId: message.transactionId,
+      partitionId: message.partitionId,
+      leaseId: message.leaseId,
+      status: 'completed',
+    })),
+  });
+  assert.equal(done.status, 200);
+  assert.deepEqual(
+    (done.body as { success: boolean }[]).map((result) => result.success),
+    messages.map(() => true),
+  );
+}
 
 let counter = 0;
 export function queueName(label = 'q'): string {

@@ -10,7 +10,15 @@ import { after, before, describe, test } from 'node:test';
 import { RedisMonitor, stopTestRedis, testRedisUrl, uniquePrefix } from '@herald/testkit';
 import { Redis } from 'ioredis';
 import type { Broker } from '../src/index.js';
-import { BACKENDS, type BrokerClient, brokerSuite, client, queueName, startTestBroker } from './helpers.js';
+import {
+  BACKENDS,
+  type BrokerClient,
+  brokerSuite,
+  client,
+  completeAll,
+  queueName,
+  startTestBroker,
+} from './helpers.js';
 
 after(() => stopTestRedis());
 
@@ -57,15 +65,7 @@ async function drain(
       assert.equal(blob, String.fromCharCode(97 + (n % 26)).repeat(blob.length), `message ${n} intact`);
       order.push(n);
     }
-    const acks = await api.ackBatch({
-      acknowledgments: messages.map((m) => ({
-        transactionId: m.transactionId,
-        partitionId: m.partitionId,
-        leaseId: m.leaseId,
-        status: 'completed',
-      })),
-    });
-    assert.equal(acks.status, 200);
+    await completeAll(api, messages);
   }
   return { counts, order };
 }

@@ -17,6 +17,7 @@ import {
   type BrokerClient,
   client,
   clockedBrokerSuite,
+  completeAll,
   queueName,
   startTestBroker,
 } from './helpers.js';
@@ -57,22 +58,6 @@ async function popAll(api: BrokerClient, queue: string) {
     leaseId: string;
     retryCount: number;
   }[];
-}
-
-/** Acks `messages` as completed in one batch; every ack succeeds. */
-async function completeAll(api: BrokerClient, messages: Awaited<ReturnType<typeof popAll>>): Promise<void> {
-  const done = await api.ackBatch({
-    acknowledgments: messages.map((message) => ({
-      transactionId: message.transactionId,
-      partitionId: message.partitionId,
-      leaseId: message.leaseId,
-      status: 'completed',
-    })),
-  });
-  assert.deepEqual(
-    done.body.map((result: { success: boolean }) => result.success),
-    messages.map(() => true),
-  );
 }
 
 /**
