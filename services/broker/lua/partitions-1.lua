@@ -6,7 +6,8 @@
   ARGV[2]   cap: entries counted at most per partition and group (the lag is a lower bound beyond)
   ARGV[3]   deadRead: dead letters read at most, newest first (counted per partition)
   ARGV[4]   budget: entries counted at most in all (then one per partition and group: its
-            oldest), so one call stays short whatever the backlog
+            oldest), so one call stays short whatever the backlog; VIEW_BYTES of entries read
+            in all bounds it too, whatever the messages' size
   Returns { { partition (URI-encoded), partitionId, retained, oldestMs, newestMs (0: none),
               deadLetters, { { group (URI-encoded), lag, oldestPendingMs (0: none),
                                leaseActive (0|1), leased (unanswered messages of the lease) }... }
@@ -15,6 +16,7 @@
 ]]
 --@include ckey
 --@include clock
+--@include each-entry
 --@include field
 --@include fmt
 --@include id-ms
@@ -26,10 +28,15 @@ local budget = tonumber(ARGV[4])
 local now = now_ms()
 local groups = redis.call('HKEYS', base .. 'groups')
 local dead = {}
-for _, e in ipairs(redis.call('XREVRANGE', base .. 'dlq', '+', '-', 'COUNT', dead_read)) do
+-- Bytes of entries one call reads (read-sized.lua): past them, dead letters are no longer
+-- counted and each partition and group reads one entry (its oldest), as past `budget`.
+local VIEW_BYTES = 33554432
+local function room() return read_seen.bytes < VIEW_BYTES end
+each_entry('XREVRANGE', base .. 'dlq', '+', '-', dead_read, function(e)
   local p = field(e, 'p')
   if p then dead[p] = (dead[p] or 0) + 1 end
-end
+  return room()
+end)
 
 local function first_ms(entries)
   if #entries == 0 then return 0 end
@@ -43,18 +50,16 @@ for i = 1, math.min(#parts, limit * 2), 2 do
   local stream = base .. 's:' .. p
   local per_group = {}
   for _, g in ipairs(groups) do
-    local after = redis.call('XRANGE', stream, '(' .. position(base, p, g), '+', 'COUNT',
-      math.max(1, math.min(cap, budget)))
-    budget = budget - #after
     local aset = base .. 'a:' .. p .. ':' .. g
-    local lag = #after - redis.call('SCARD', aset)
+    local want = 1
+    if room() then want = math.max(1, math.min(cap, budget)) end
     local oldest = 0
-    for _, e in ipairs(after) do
-      if redis.call('SISMEMBER', aset, e[1]) == 0 then
-        oldest = id_ms(e[1])
-        break
-      end
-    end
+    local counted = each_entry('XRANGE', stream, '(' .. position(base, p, g), '+', want, function(e)
+      if oldest == 0 and redis.call('SISMEMBER', aset, e[1]) == 0 then oldest = id_ms(e[1]) end
+      return room()
+    end)
+    budget = budget - counted
+    local lag = counted - redis.call('SCARD', aset)
     local st = redis.call('HMGET', ckey(base, p, g), 'lease', 'exp', 'n')
     local active = st[1] and tonumber(st[2] or '0') > now
     local leased = 0

@@ -20,10 +20,8 @@
   (includes/message-fields.lua), the node reads its fields. nextReadyAt (ms, 0 if none)
   tells a parked long-poll when a delayed, retried or leased partition becomes poppable.
   Bounded by size as well as by count: a pop answers at most POP_BYTES of records (always at
-  least one message, however large), and reads its entries a few at a time while they are large
-  (READ_BYTES): Redis hands a call's reply to Lua in one buffer that grows 1 MiB at a time, so one
-  XRANGE of 100 entries of 1 MiB took 2.1 s here, against 0.14 s one entry at a time
-  (docs/broker-api.md, "Large messages").
+  least one message, however large: docs/broker-api.md, "Large messages"), and reads its entries
+  a few at a time while they are large (includes/read-sized.lua).
   Resend-safe: per request id (shared/redis/README.md). The node picks the lease id before the
   call, so a second run with the same ARGV finds `lease:<leaseId>` already holding partitions and
   answers the messages the first run leased, without leasing again or counting an attempt
@@ -39,6 +37,7 @@
 --@include message-record
 --@include position
 --@include queue-config
+--@include read-sized
 --@include resolve
 --@include schedule-trim
 
@@ -51,34 +50,8 @@ local now = now_ms()
 local cfg = queue_config(base)
 local ready = base .. 'ready:' .. g
 
--- Records one pop answers at most (bytes; the first message always goes), and what one XRANGE
--- should read at the sizes seen so far.
+-- Records one pop answers at most (bytes; the first message always goes).
 local POP_BYTES = 16777216
-local READ_BYTES = 1048576
-local seen_entries, seen_bytes = 0, 0
-
--- An entry's size: its record (one field), or the values of an earlier release's five fields.
--- Counted into the sizes seen.
-local function entry_bytes(e)
-  local f = e[2]
-  local n = 0
-  if #f == 2 then
-    n = #f[2]
-  else
-    for i = 2, #f, 2 do n = n + #f[i] end
-  end
-  seen_entries = seen_entries + 1
-  seen_bytes = seen_bytes + n
-  return n
-end
-
--- How many entries the next XRANGE asks for, `want` at most: one until sizes are known, then as
--- many as fit READ_BYTES at the average size seen.
-local function read_count(want)
-  if seen_entries == 0 then return 1 end
-  local fit = math.floor(READ_BYTES * seen_entries / math.max(seen_bytes, 1))
-  return math.max(1, math.min(want, fit))
-end
 
 -- The reply row of one leased partition: its messages with their retry counts.
 local function leased_row(p, exp, picked)
@@ -132,10 +105,9 @@ if #held > 0 then
       local picked = {}
       local from = '(' .. position(base, p, g)
       while true do
-        local entries = redis.call('XRANGE', base .. 's:' .. p, from, st[3], 'COUNT', read_count(POP_BYTES))
+        local entries = read_sized('XRANGE', base .. 's:' .. p, from, st[3], math.huge)
         if #entries == 0 then break end
         for _, e in ipairs(entries) do
-          entry_bytes(e)
           if not resolved_ahead or redis.call('SISMEMBER', aset, e[1]) == 0 then picked[#picked + 1] = e end
         end
         from = '(' .. entries[#entries][1]
@@ -205,7 +177,7 @@ for _, p in ipairs(candidates) do
     local timed = cfg.ttl > 0 or cfg.delayedProcessing > 0
     local count = 0
     while count < remaining and not visible_at and not full do
-      local entries = redis.call('XRANGE', stream, from, '+', 'COUNT', read_count(remaining - count + 8))
+      local entries = read_sized('XRANGE', stream, from, '+', remaining - count + 8)
       if #entries == 0 then break end
       local last
       for _, e in ipairs(entries) do

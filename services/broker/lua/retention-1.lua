@@ -23,6 +23,7 @@
 --@include call-chunked
 --@include ckey
 --@include clock
+--@include each-entry
 --@include entry-transaction
 --@include fmt
 --@include id-cmp
@@ -89,9 +90,14 @@ local function drop(p, doomed, prefix)
   return #ids
 end
 
+-- Bytes of entries one call reads (read-sized.lua): a call that reaches them stops after the
+-- entry that did, and the partitions left stay due.
+local RETENTION_BYTES = 33554432
+local function room() return read_seen.bytes < RETENTION_BYTES end
+
 local deleted = 0
 for _, p in ipairs(due) do
-  if deleted >= per_call then break end
+  if deleted >= per_call or not room() then break end
   local stream = base .. 's:' .. p
   -- Everything up to min_pos is resolved by every group; leased batches sit after a group's pos.
   local min_pos, leased_pos = nil, nil
@@ -107,9 +113,8 @@ for _, p in ipairs(due) do
   local budget = math.min(per_partition, per_call - deleted)
 
   -- A prefix of the stream: completed, expired or evicted entries, up to the first one kept.
-  local entries = redis.call('XRANGE', stream, '-', '+', 'COUNT', budget)
   local doomed, stop = {}, nil
-  for _, e in ipairs(entries) do
+  local _, more = each_entry('XRANGE', stream, '-', '+', budget, function(e)
     local ms = id_ms(e[1])
     local done = consumed(e[1])
     local free = not held(e[1])
@@ -117,13 +122,13 @@ for _, p in ipairs(due) do
       or (free and age_window > 0 and ms <= now - age_window)
       or (free and not done and wait_window > 0 and ms <= now - wait_window) then
       doomed[#doomed + 1] = e
-    else
-      stop = e
-      break
+      return room()
     end
-  end
+    stop = e
+    return false
+  end)
   if #doomed > 0 then deleted = deleted + drop(p, doomed, true) end
-  local more = stop == nil and #entries == budget
+  more = stop == nil and more
 
   -- Eviction behind completed messages that are kept: the waiting ones right after min_pos.
   local waiting = nil
@@ -131,19 +136,18 @@ for _, p in ipairs(due) do
     waiting = stop
   elseif stop and wait_window > 0 then
     local left = budget - #doomed
-    if left > 0 then
-      local run = redis.call('XRANGE', stream, '(' .. min_pos, '+', 'COUNT', left)
+    if left > 0 and room() then
       local evicted = {}
-      for _, e in ipairs(run) do
+      local _, run_more = each_entry('XRANGE', stream, '(' .. min_pos, '+', left, function(e)
         if not held(e[1]) and id_ms(e[1]) <= now - wait_window then
           evicted[#evicted + 1] = e
-        else
-          waiting = e
-          break
+          return room()
         end
-      end
+        waiting = e
+        return false
+      end)
       if #evicted > 0 then deleted = deleted + drop(p, evicted, false) end
-      if not waiting and #run == left then more = true end
+      if not waiting and run_more then more = true end
     else
       more = true
     end

@@ -55,6 +55,7 @@
 --@include clock
 --@include config-of
 --@include dead-letter
+--@include each-entry
 --@include fmt
 --@include id-cmp
 --@include position
@@ -248,10 +249,10 @@ if ack then
     count = 0
   end
   -- The cursor moves to the acked message: everything up to it is consumed by the group.
-  for _, e in ipairs(redis.call('XRANGE', base .. 's:' .. p, '(' .. position(base, p, g), ack_id)) do
+  each_entry('XRANGE', base .. 's:' .. p, '(' .. position(base, p, g), ack_id, math.huge, function(e)
     resolve(base, p, g, e[1])
     if held and id_cmp(e[1], st[3]) <= 0 then redis.call('SADD', rset, e[1]) end
-  end
+  end)
   local released = 0
   if held and ((ack.lease ~= '' and ack.release) or dlq == 1
       or redis.call('SCARD', rset) >= tonumber(st[4] or '0')) then

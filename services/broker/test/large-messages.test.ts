@@ -1,23 +1,23 @@
 /*
- * Large messages on the consume path. A pop answers at most 16 MiB of records (the first message
- * always, whatever its size): a batch of 100 messages of 1 MiB was one 100 MiB answer, which
- * Redis took 2.1 s to build, past the 1 s command deadline, so the pop answered 503 with its
- * lease taken, every time. And the pop script reads large entries a few at a time: Redis hands
- * each call's reply to Lua in one buffer that grows 1 MiB at a time.
+ * Large messages. A pop answers at most 16 MiB of records (the first message always, whatever
+ * its size): a batch of 100 messages of 1 MiB was one 100 MiB answer, which Redis took 2.1 s to
+ * build, past the 1 s command deadline, so the pop answered 503 with its lease taken, every time.
+ * And every script reads large entries a few at a time (lua/includes/read-sized.lua): Redis hands
+ * each call's reply to Lua in one buffer that grows 1 MiB at a time. Retention, the partitions
+ * view and the outbox's take are bounded by bytes read as well as by count.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { RedisMonitor, stopTestRedis, testRedisUrl, uniquePrefix } from '@herald/testkit';
 import { Redis } from 'ioredis';
-import type { Broker } from '../src/index.js';
+import { loadBrokerScripts } from '../src/scripts.js';
 import {
   BACKENDS,
   type BrokerClient,
   brokerSuite,
-  client,
+  clockedBrokerSuite,
   completeAll,
   queueName,
-  startTestBroker,
 } from './helpers.js';
 
 after(() => stopTestRedis());
@@ -103,70 +103,273 @@ for (const backend of BACKENDS) {
   });
 }
 
-describe('the pop script reads large entries a few at a time (redis)', () => {
-  let broker: Broker;
-  let api: BrokerClient;
+/*
+ * Every script that reads a run of entries reads them a few at a time while they are large
+ * (lua/includes/read-sized.lua). Before, the pop read its whole batch in one call, and an ack out
+ * of order, a lease expiry, retention, the partitions view and the outbox's take read 9 to
+ * 10,000 entries in one call, the last three with no bound by size. MONITOR on the standalone
+ * test Redis (the default topology of the suites).
+ */
+describe('the scripts read large entries a few at a time (redis)', () => {
+  const suite = clockedBrokerSuite('redis', { REDIS_COMMAND_TIMEOUT: '30000' });
   let url: string;
-  const prefix = uniquePrefix('large-read');
   before(async () => {
     url = await testRedisUrl();
-    broker = await startTestBroker('redis', {
-      REDIS_URL: url,
-      BROKER_KEY_PREFIX: prefix,
-      REDIS_COMMAND_TIMEOUT: '30000',
-    });
-    api = client(broker.url);
   });
-  after(() => broker.close());
 
-  /** The COUNT of each XRANGE the scripts ran on the queue's partition during one pop. */
-  async function xrangeCounts(queue: string): Promise<number[]> {
-    const stream = `${prefix}{${encodeURIComponent(queue)}}:s:p`;
-    const counts: number[] = [];
-    let marker: (() => void) | undefined;
+  interface Read {
+    /** The key's suffix after the queue's base: `s:p`, `dlq`. */
+    key: string;
+    /** The COUNT asked; Infinity for a read without one. */
+    count: number;
+  }
+
+  /** The commands Redis ran on the queue's keys during `action` (MONITOR), with their arguments. */
+  async function commandsDuring(queue: string, action: () => Promise<void>): Promise<string[][]> {
+    const tag = `{${encodeURIComponent(queue)}}:`;
+    const marker = `${tag}done`;
+    const commands: string[][] = [];
+    let seen: (() => void) | undefined;
     const done = new Promise<void>((resolve) => {
-      marker = resolve;
+      seen = resolve;
     });
     const monitor = await RedisMonitor.start(url, (args) => {
-      if (args[0] === 'XRANGE' && args[1] === stream) counts.push(Number(args[args.indexOf('COUNT') + 1]));
-      if (args[0] === 'echo' && args[1] === `${prefix}done`) marker?.();
+      if (args[0] === 'echo' && args[1] === marker) seen?.();
+      else if (args[1]?.includes(tag))
+        commands.push([
+          args[0] as string,
+          args[1].slice(args[1].indexOf(tag) + tag.length),
+          ...args.slice(2),
+        ]);
     });
     try {
-      const reply = await api.pop(queue, 'batch=100&wait=false');
-      assert.equal(reply.status, 200);
+      await action();
       // MONITOR shows every command Redis ran before this one.
       const redis = new Redis(url);
-      await redis.echo(`${prefix}done`);
+      await redis.echo(marker);
       await done;
       redis.disconnect();
     } finally {
       monitor.stop();
     }
-    return counts;
+    return commands;
   }
 
-  test('entries of 1 MiB: one per XRANGE', async () => {
-    const queue = queueName('mib');
+  /** Each XRANGE and XREVRANGE of more than one id the scripts ran on the queue's keys during `action`. */
+  async function readsDuring(queue: string, action: () => Promise<void>): Promise<Read[]> {
+    return readsOf(await commandsDuring(queue, action));
+  }
+
+  function readsOf(commands: readonly string[][]): Read[] {
+    return commands
+      .filter(([command, , from, to]) => (command === 'XRANGE' || command === 'XREVRANGE') && from !== to)
+      .map((args) => {
+        const at = args.indexOf('COUNT');
+        return { key: args[1] as string, count: at < 0 ? Number.POSITIVE_INFINITY : Number(args[at + 1]) };
+      });
+  }
+
+  /** `count` messages of 1 MiB on partition p, leased by one pop; the popped messages. */
+  async function leased(queue: string, count: number): Promise<Popped[]> {
     await pushSized(
-      api,
+      suite.api,
+      queue,
+      Array.from({ length: count }, () => MIB),
+    );
+    const reply = await suite.api.pop(queue, `batch=${count}&wait=false`);
+    assert.equal(reply.status, 200);
+    const messages = (reply.body as { messages: Popped[] }).messages;
+    assert.equal(messages.length, count);
+    return messages;
+  }
+
+  function assertOneAtATime(reads: readonly Read[], key = 's:p'): void {
+    assert.ok(
+      reads.some((read) => read.key === key),
+      `the scripts read ${key}: ${JSON.stringify(reads)}`,
+    );
+    assert.deepEqual(
+      reads.filter((read) => read.count !== 1),
+      [],
+      'every read of 1 MiB entries asks for one',
+    );
+  }
+
+  const ack = (message: Popped, status = 'completed') => ({
+    transactionId: message.transactionId,
+    partitionId: message.partitionId,
+    leaseId: message.leaseId,
+    status,
+  });
+
+  /** The COUNT of each XRANGE of the queue's partition during one pop. */
+  async function popReads(queue: string): Promise<number[]> {
+    const reads = await readsDuring(queue, async () => {
+      const reply = await suite.api.pop(queue, 'batch=100&wait=false');
+      assert.equal(reply.status, 200);
+    });
+    return reads.filter((read) => read.key === 's:p').map((read) => read.count);
+  }
+
+  test('a pop, entries of 1 MiB: one per XRANGE', async () => {
+    const queue = await suite.queue('mib');
+    await pushSized(
+      suite.api,
       queue,
       Array.from({ length: 12 }, () => MIB),
     );
-    const counts = await xrangeCounts(queue);
+    const counts = await popReads(queue);
     assert.ok(counts.length >= 12, `${counts.length} reads`);
     assert.deepEqual([...new Set(counts)], [1]);
   });
 
-  test('small entries: the batch in two reads (one to learn their size)', async () => {
-    const queue = queueName('small');
+  test('a pop, small entries: the batch in two reads (one to learn their size)', async () => {
+    const queue = await suite.queue('small');
     await pushSized(
-      api,
+      suite.api,
       queue,
       Array.from({ length: 100 }, () => 100),
     );
-    const counts = await xrangeCounts(queue);
+    const counts = await popReads(queue);
     assert.equal(counts[0], 1);
     assert.equal(counts.length, 2, `reads: ${counts.join(', ')}`);
     assert.ok((counts[1] ?? 0) >= 99, `reads: ${counts.join(', ')}`);
+  });
+
+  test('acks out of order', async () => {
+    const queue = await suite.queue('ooo');
+    const [first, ...rest] = await leased(queue, 10);
+    const reads = await readsDuring(queue, async () => {
+      const later = await suite.api.ackBatch({ acknowledgments: rest.map((message) => ack(message)) });
+      assert.equal(later.status, 200);
+      const then = await suite.api.ackBatch({ acknowledgments: [ack(first as Popped)] });
+      assert.equal(then.status, 200);
+    });
+    assertOneAtATime(reads);
+    const next = await suite.api.pop(queue, 'wait=false');
+    assert.equal(next.status, 204, 'every message resolved');
+  });
+
+  test('a lease that expires', async () => {
+    const queue = await suite.queue('expire');
+    await suite.api.configure(queue, { leaseTime: 60, retryLimit: 3 });
+    await leased(queue, 10);
+    await suite.clock.advance(61_000);
+    const reads = await readsDuring(queue, async () => {
+      const again = await suite.api.pop(queue, 'batch=10&wait=false');
+      assert.equal(again.status, 200);
+      const messages = (again.body as { messages: (Popped & { retryCount: number })[] }).messages;
+      assert.deepEqual(
+        messages.map((message) => [message.data.n, message.retryCount]),
+        Array.from({ length: 10 }, (_, n) => [n, 1]),
+      );
+    });
+    assertOneAtATime(reads);
+  });
+
+  test('retention', async () => {
+    const queue = await suite.queue('retain');
+    await suite.api.configure(queue, { retentionEnabled: true, completedRetentionSeconds: 1 });
+    await completeAll(suite.api, await leased(queue, 10));
+    await suite.clock.advance(1001);
+    let deleted = 0;
+    const reads = await readsDuring(queue, async () => {
+      deleted = await suite.broker.storage.housekeeping.applyRetention();
+    });
+    assert.equal(deleted, 10);
+    assertOneAtATime(reads);
+  });
+
+  test('the partitions view (queue detail), its lags and dead letters', async () => {
+    const queue = await suite.queue('detail');
+    await suite.api.configure(queue, { deadLetterQueue: true });
+    const [first, ...rest] = await leased(queue, 10);
+    const failed = await suite.api.ackBatch({ acknowledgments: [ack(first as Popped, 'dlq')] });
+    assert.equal(failed.status, 200);
+    const reads = await readsDuring(queue, async () => {
+      const [state, ...others] = await suite.broker.storage.groups.partitions(queue);
+      assert.equal(others.length, 0);
+      assert.equal(state?.deadLetters, 1);
+      assert.deepEqual(
+        state?.groups.map((group) => [group.lag, group.leased]),
+        [[9, 9]],
+      );
+    });
+    assertOneAtATime(reads);
+    assertOneAtATime(reads, 'dlq');
+    await completeAll(suite.api, rest);
+  });
+
+  test('retention reads at most 32 MiB per call: 40 messages of 1 MiB go in two', async () => {
+    const queue = await suite.queue('retain-budget');
+    await suite.api.configure(queue, { retentionEnabled: true, completedRetentionSeconds: 1 });
+    await pushSized(
+      suite.api,
+      queue,
+      Array.from({ length: 40 }, () => MIB),
+    );
+    await drain(suite.api, queue, 40);
+    await suite.clock.advance(1001);
+    let deleted = 0;
+    const commands = await commandsDuring(queue, async () => {
+      deleted = await suite.broker.storage.housekeeping.applyRetention();
+    });
+    const trims = commands.filter(([command, key]) => command === 'XTRIM' && key === 's:p').length;
+    assert.equal(deleted, 40);
+    assert.equal(trims, 2, 'one cut of the stream per call');
+    assertOneAtATime(readsOf(commands));
+  });
+
+  test('the partitions view reads at most 32 MiB: past it, the lag is a lower bound', async () => {
+    const queue = await suite.queue('detail-budget');
+    await pushSized(
+      suite.api,
+      queue,
+      Array.from({ length: 40 }, () => MIB),
+    );
+    const popped = await suite.api.pop(queue, 'batch=100&wait=false');
+    assert.equal((popped.body as { messages: Popped[] }).messages.length, 15);
+    const [state] = await suite.broker.storage.groups.partitions(queue);
+    // Records are a little over 1 MiB: the 32nd brings the bytes read past 32 MiB.
+    assert.deepEqual(
+      state?.groups.map((group) => group.lag),
+      [32],
+    );
+    assert.equal(state?.retained, 40);
+    await completeAll(suite.api, (popped.body as { messages: Popped[] }).messages);
+    await drain(suite.api, queue, 25);
+  });
+
+  test('the outbox: a take answers at most 16 MiB of intents, the first always', async () => {
+    const queue = queueName('outbox');
+    const base = `${uniquePrefix('large-outbox')}{${encodeURIComponent(queue)}}:`;
+    const redis = new Redis(url);
+    const script = loadBrokerScripts().get('outbox-take');
+    assert.ok(script);
+    try {
+      // The relay reads intents as XRANGE gives them (outbox-take-1.lua): a field list each.
+      for (let n = 0; n < 20; n++) await redis.xadd(`${base}ob`, '*', 'n', String(n), 'd', 'x'.repeat(MIB));
+      await redis.xadd(`${base}ob`, '*', 'n', '20', 'd', 'x'.repeat(POP_BYTES + MIB));
+      const taken: number[][] = [];
+      const reads = await readsDuring(queue, async () => {
+        for (let take = 0; take < 5; take++) {
+          const [held, entries] = (await redis.eval(script.source, 1, base, 'relay', 60_000, 500)) as [
+            number,
+            [string, string[]][],
+          ];
+          assert.equal(held, 1);
+          if (entries.length === 0) break;
+          taken.push(entries.map(([, fields]) => Number(fields[1])));
+          await redis.xdel(`${base}ob`, ...entries.map(([id]) => id));
+        }
+      });
+      // Each intent carries a little over 1 MiB: a 16th would pass 16 MiB.
+      const numbers = (from: number, to: number) =>
+        Array.from({ length: to - from }, (_, index) => from + index);
+      assert.deepEqual(taken, [numbers(0, 15), numbers(15, 20), [20]]);
+      assertOneAtATime(reads, 'ob');
+    } finally {
+      redis.disconnect();
+    }
   });
 });

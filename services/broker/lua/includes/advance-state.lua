@@ -1,4 +1,5 @@
 --@include call-chunked
+--@include each-entry
 
 -- Moves one consumer state's pos over resolved ids, once for a whole ack batch: entries
 -- resolved in this batch (st.resolved) or before it (the set a:, only read when not empty).
@@ -7,30 +8,20 @@ local function advance_state(base, st)
   if pending == 0 then return end
   local stream = base .. 's:' .. st.p
   local pos = st.pos
-  local from = '(' .. pos
   local passed, srem = {}, {}
-  while pending > 0 do
-    -- pos moves over at most `pending` entries: read no more than that.
-    local entries = redis.call('XRANGE', stream, from, '+', 'COUNT', math.min(pending, 256))
-    if #entries == 0 then break end
-    local stop = false
-    for _, e in ipairs(entries) do
-      local id = e[1]
-      if st.resolved[id] then
-        if st.inset[id] then srem[#srem + 1] = id end
-      elseif st.acount > 0 and redis.call('SISMEMBER', st.aset, id) == 1 then
-        srem[#srem + 1] = id
-      else
-        stop = true
-        break
-      end
-      pos = id
-      passed[#passed + 1] = id
-      pending = pending - 1
+  -- pos moves over at most `pending` entries: read no more than that.
+  each_entry('XRANGE', stream, '(' .. pos, '+', pending, function(e)
+    local id = e[1]
+    if st.resolved[id] then
+      if st.inset[id] then srem[#srem + 1] = id end
+    elseif st.acount > 0 and redis.call('SISMEMBER', st.aset, id) == 1 then
+      srem[#srem + 1] = id
+    else
+      return false
     end
-    if stop then break end
-    from = '(' .. pos
-  end
+    pos = id
+    passed[#passed + 1] = id
+  end)
   if #passed == 0 then return end
   st.pos = pos
   st.passed = {}

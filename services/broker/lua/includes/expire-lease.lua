@@ -1,6 +1,7 @@
 --@include advance
 --@include ckey
 --@include completed-trim-at
+--@include each-entry
 --@include fail-attempt
 --@include id-ms
 --@include position
@@ -19,14 +20,13 @@ local function expire_lease(base, p, g, cfg, now)
   local rset = base .. 'r:' .. p .. ':' .. g
   local dead_lettered = nil
   if st[2] then
-    local entries = redis.call('XRANGE', base .. 's:' .. p, '(' .. pos, st[2])
-    for _, e in ipairs(entries) do
+    each_entry('XRANGE', base .. 's:' .. p, '(' .. pos, st[2], math.huge, function(e)
       if redis.call('SISMEMBER', aset, e[1]) == 0 and redis.call('SISMEMBER', rset, e[1]) == 0 then
         if fail_attempt(base, p, g, e[1], 'Lease expired', cfg, now) and not dead_lettered then
           dead_lettered = id_ms(e[1])
         end
       end
-    end
+    end)
   end
   redis.call('HINCRBY', base .. 'stats', 'expiries', 1)
   release_lease(base, p, g, st[1])

@@ -1,4 +1,5 @@
 --@include ckey
+--@include each-entry
 --@include position
 
 -- Whether partition p holds an entry group g has not resolved.
@@ -7,17 +8,17 @@ local function has_unresolved(base, p, g)
   local aset = base .. 'a:' .. p .. ':' .. g
   local from = '(' .. pos
   -- Nothing resolved ahead of pos (the usual case): any entry after pos is unresolved.
-  if redis.call('SCARD', aset) == 0 then
+  local resolved = redis.call('SCARD', aset)
+  if resolved == 0 then
     return #redis.call('XRANGE', base .. 's:' .. p, from, '+', 'COUNT', 1) > 0
   end
-  while true do
-    local entries = redis.call('XRANGE', base .. 's:' .. p, from, '+', 'COUNT', 32)
-    if #entries == 0 then return false end
-    for _, e in ipairs(entries) do
-      if redis.call('SISMEMBER', aset, e[1]) == 0 then return true end
-      from = '(' .. e[1]
-    end
-  end
+  -- Of the first resolved + 1 entries after pos, one at least is not resolved.
+  local found = false
+  each_entry('XRANGE', base .. 's:' .. p, from, '+', resolved + 1, function(e)
+    found = redis.call('SISMEMBER', aset, e[1]) == 0
+    return not found
+  end)
+  return found
 end
 
 -- After a lease ends: schedule the partition for group g, or drop it from the ready set.
