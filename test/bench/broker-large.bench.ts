@@ -1,0 +1,155 @@
+/*
+ * The broker's scripts on large messages against a baseline version of them, in the same run
+ * (as broker-lua.bench.ts does for small ones): two RedisStorage instances on one private
+ * Redis, one loading services/broker/lua as checked out, one the same directory at a git
+ * revision. Each round gives each a fresh queue of MESSAGES messages of 1 MiB on one partition,
+ * then times, in Redis (INFO commandstats, reset before each call: the scripts' own time):
+ *  - the partitions view (queue detail) with the backlog, after a first pop;
+ *  - acks out of order: the lease's messages but the first in one batch, then the first;
+ *  - retention of the whole queue once it is consumed (every call of one applyRetention).
+ * The order of the two alternates round by round. Prints the median of ROUNDS rounds.
+ * Run on a quiet machine: node --import tsx test/bench/broker-large.bench.ts [revision, default main]
+ */
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
+import { type BrokerStorage, RedisStorage } from '@herald/broker';
+import { loadScripts } from '@herald/redis';
+import { RedisServer, uniquePrefix } from '@herald/testkit';
+import { Redis } from 'ioredis';
+
+const ROUNDS = 3;
+const MESSAGES = 64;
+const MIB = 1024 * 1024;
+const GROUP = '__QUEUE_MODE__';
+const revision = process.argv[2] ?? 'main';
+const root = fileURLToPath(new URL('../..', import.meta.url));
+
+const baselineDirectory = mkdtempSync(join(tmpdir(), 'broker-large-'));
+const archive = execFileSync('git', ['-C', root, 'archive', revision, 'services/broker/lua']);
+execFileSync('tar', ['-x', '-C', baselineDirectory], { input: archive });
+
+const redisServer = await RedisServer.start();
+const admin = new Redis(redisServer.url);
+const log = { warn: () => undefined, info: () => undefined };
+const storage = (scripts?: string) =>
+  new RedisStorage({
+    topology: { kind: 'standalone', url: redisServer.url },
+    prefix: uniquePrefix('large-bench'),
+    log,
+    // The baseline's calls may take seconds: measured, not refused.
+    commandTimeoutMs: 120_000,
+    ...(scripts ? { scripts: loadScripts(scripts) } : {}),
+  });
+
+const STEPS = ['partitions view', 'ack ahead of the first', 'ack of the first', 'retention'] as const;
+type Step = (typeof STEPS)[number];
+const variants: { label: string; storage: BrokerStorage; times: Record<Step, number[]> }[] = [
+  revision,
+  'current',
+].map((label) => ({
+  label,
+  storage: label === 'current' ? storage() : storage(join(baselineDirectory, 'services/broker/lua')),
+  times: Object.fromEntries(STEPS.map((step) => [step, []])) as unknown as Record<Step, number[]>,
+}));
+
+/** The scripts' time in Redis (ms) during `call`. */
+async function scriptTime(times: number[], call: () => Promise<unknown>): Promise<void> {
+  await admin.config('RESETSTAT');
+  await call();
+  const usec = /cmdstat_evalsha:calls=\d+,usec=(\d+)/.exec(await admin.info('commandstats'))?.[1];
+  if (usec === undefined) throw new Error('no EVALSHA in INFO commandstats');
+  times.push(Number(usec) / 1000);
+}
+
+async function pop(storage: BrokerStorage, queue: string, index: number) {
+  const popped = await storage.queues.pop({
+    queue,
+    partition: 'p',
+    group: GROUP,
+    batch: 100,
+    maxPartitions: 1,
+    leaseId: `lease-${queue}-${index}`,
+    subscription: { mode: 'all' },
+  });
+  return popped.partitions[0];
+}
+
+const acksOf = (leased: NonNullable<Awaited<ReturnType<typeof pop>>>) =>
+  leased.messages.map((message) => ({
+    transactionId: message.transactionId,
+    partitionId: leased.partitionId,
+    status: 'completed' as const,
+    group: GROUP,
+    leaseId: leased.leaseId,
+    error: null,
+  }));
+
+async function round(variant: (typeof variants)[number], index: number): Promise<void> {
+  const { storage, times } = variant;
+  const queue = `large-${variant.label}-${index}`.replace(/[^\w-]/g, '-');
+  await storage.catalog.configure(
+    queue,
+    { retentionEnabled: true, completedRetentionSeconds: 1 },
+    { namespace: '', task: '' },
+  );
+  for (let start = 0; start < MESSAGES; start += 4) {
+    await storage.queues.push(
+      Array.from({ length: 4 }, (_, offset) => ({
+        queue,
+        partition: 'p',
+        transactionId: `t${start + offset}`,
+        messageId: `m${start + offset}`,
+        traceId: null,
+        data: JSON.stringify({ n: start + offset, blob: 'x'.repeat(MIB) }),
+        producerSub: null,
+      })),
+    );
+  }
+  const leased = await pop(storage, queue, 0);
+  if (!leased) throw new Error(`${variant.label}: the first pop found nothing`);
+  await scriptTime(times['partitions view'], () => storage.groups.partitions(queue));
+  const [first, ...rest] = acksOf(leased);
+  await scriptTime(times['ack ahead of the first'], () => storage.queues.ack(rest));
+  await scriptTime(times['ack of the first'], () => storage.queues.ack([first as (typeof rest)[number]]));
+  let consumed = leased.messages.length;
+  for (let next = 1; consumed < MESSAGES; next++) {
+    const more = await pop(storage, queue, next);
+    if (!more) throw new Error(`${variant.label}: pop ${next} found nothing at ${consumed}`);
+    await storage.queues.ack(acksOf(more));
+    consumed += more.messages.length;
+  }
+  await sleep(1100);
+  let deleted = 0;
+  await scriptTime(times.retention, async () => {
+    deleted = await storage.housekeeping.applyRetention(600_000);
+  });
+  if (deleted !== MESSAGES) throw new Error(`${variant.label}: retention deleted ${deleted} of ${MESSAGES}`);
+}
+
+const load = loadavg()
+  .map((value) => value.toFixed(2))
+  .join(' ');
+for (let index = 0; index < ROUNDS; index++) {
+  for (const variant of index % 2 === 0 ? variants : [...variants].reverse()) await round(variant, index);
+}
+
+const median = (values: number[]) =>
+  [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] as number;
+const [baseline, current] = variants as [(typeof variants)[number], (typeof variants)[number]];
+console.log(`load average at the start: ${load}; ${MESSAGES} messages of 1 MiB, median of ${ROUNDS} rounds`);
+console.log(`| step | scripts in Redis, ${revision} ms | current ms | current/${revision} |`);
+console.log('|---|---|---|---|');
+for (const step of STEPS) {
+  const before = median(baseline.times[step]);
+  const after = median(current.times[step]);
+  console.log(`| ${step} | ${before.toFixed(1)} | ${after.toFixed(1)} | ${(after / before).toFixed(3)}x |`);
+}
+
+await Promise.all(variants.map((variant) => variant.storage.close()));
+admin.disconnect();
+await redisServer.destroy();
+rmSync(baselineDirectory, { recursive: true, force: true });
