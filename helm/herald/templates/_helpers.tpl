@@ -345,6 +345,8 @@ REDIS_SENTINELS, REDIS_CLUSTER_NODES, by redis.mode; passwords only through a Se
 {{- include "herald.envVar" (list "BROKER_METRICS_MAX_QUEUES" .values.metricsMaxQueues) }}
 {{- include "herald.envVar" (list "BROKER_BODY_LIMIT_BYTES" .values.bodyLimitBytes) }}
 {{- include "herald.envVar" (list "BROKER_MAX_PAYLOAD_BYTES" .values.maxPayloadBytes) }}
+{{- include "herald.envVar" (list "BROKER_BODY_BUDGET_BYTES" .values.bodyBudgetBytes) }}
+{{- include "herald.envVar" (list "BROKER_BODY_BUDGET_WAIT" .values.bodyBudgetWait) }}
 {{- include "herald.envVar" (list "BROKER_MIN_REPLICAS_ACK" .values.minReplicasAck) }}
 {{- include "herald.envVar" (list "BROKER_MIN_REPLICAS_ACK_TIMEOUT" .values.minReplicasAckTimeout) }}
 {{- with .values.limits }}

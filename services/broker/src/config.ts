@@ -65,6 +65,14 @@ export const brokerSpec = {
   BROKER_BODY_LIMIT_BYTES: integer({ default: 256 * 1024 * 1024, min: 1024, max: 536_870_888 }),
   BROKER_MAX_PAYLOAD_BYTES: integer({ default: 256 * 1024 * 1024, min: 1, max: 536_870_888 }),
   /**
+   * Bytes of request bodies over 1 MiB one node reads at once (body-budget.ts; docs/security.md,
+   * "Broker limits"): a body costs the node 7–8× its size while it is handled. One larger body
+   * goes alone. 0: no budget.
+   */
+  BROKER_BODY_BUDGET_BYTES: integer({ default: 32 * 1024 * 1024, min: 0, max: 2 ** 40 }),
+  /** How long a body waits for room in that budget before its 503 (Retry-After). */
+  BROKER_BODY_BUDGET_WAIT: duration({ default: 10_000, min: 1, max: 600_000 }),
+  /**
    * Limits per tenant (docs/broker-api.md, "Limits per tenant"), enforced cluster-wide in Redis;
    * unset: off for every tenant without an override (the admin route sets those). The tenant is
    * the token's `sub` or the queue's namespace.

@@ -66,6 +66,18 @@ export const maintenanceMode = () =>
   });
 
 /**
+ * A large body that found no room in the node's budget of bodies in flight within its wait
+ * (body-budget.ts): not read, nothing done; retry (Queen's clients retry a 5xx).
+ */
+export const busy = (budgetBytes: number, waitMs: number) =>
+  new BrokerError(
+    'HERALD_BROKER_BUSY',
+    503,
+    `Broker node busy: request bodies in flight fill its ${budgetBytes}-byte budget (waited ${waitMs} ms); retry later`,
+    { expose: true, retryAfterMs: 1000 },
+  );
+
+/**
  * Redis could not serve the request: it was not done and may be retried (docs/broker-operations.md,
  * "Outages"). A fixed text: the cause names the Redis address, and is for the log only.
  */

@@ -16,6 +16,7 @@ import {
 } from '@herald/redis';
 import type { FastifyInstance, FastifyServerOptions, RouteOptions } from 'fastify';
 import { brokerAuthPlugin, requireDeclaredAccess } from './auth.js';
+import { BodyBudget, installBodyBudget } from './body-budget.js';
 import type { BrokerConfig } from './config.js';
 import type { BrokerContext } from './context.js';
 import { PayloadCipher, PayloadEncryption } from './encryption.js';
@@ -262,6 +263,21 @@ export async function startBroker(config: BrokerConfig, options: StartOptions = 
     onFailure: (reason) => brokerMetrics.authFailures.inc({ reason }),
     revocations: denyList,
   });
+  // After authentication's hook: a request it refuses never waits for room.
+  if (config.BROKER_BODY_BUDGET_BYTES > 0) {
+    const budget = new BodyBudget(
+      config.BROKER_BODY_BUDGET_BYTES,
+      config.BROKER_BODY_BUDGET_WAIT,
+      clock,
+      (state) => {
+        brokerMetrics.bodyBytesInFlight.set(state.bytesInFlight);
+        brokerMetrics.bodiesWaiting.set(state.waiting);
+      },
+    );
+    installBodyBudget(app, budget, config.BROKER_BODY_LIMIT_BYTES, () =>
+      brokerMetrics.bodyBudgetRefusals.inc(),
+    );
+  }
   registerConventions(app);
   registerDataPlaneRoutes(app, context);
   registerLimitRoutes(app, context);

@@ -26,6 +26,10 @@ export interface BrokerMetrics {
   readonly transactionApplyWindow: Histogram;
   readonly leaseExpiries: QueueCounter<'queue'>;
   readonly parkedLongPolls: Gauge;
+  /** The budget of large request bodies in flight (body-budget.ts): bytes held, bodies waiting, refusals. */
+  readonly bodyBytesInFlight: Gauge;
+  readonly bodiesWaiting: Gauge;
+  readonly bodyBudgetRefusals: Counter;
   readonly authFailures: Counter<'reason'>;
   /** Requests refused over a tenant's limit (`push`, `inflight`); `service="broker"` by default label. */
   readonly limitRefusals: Counter<'kind'>;
@@ -237,6 +241,21 @@ export function createBrokerMetrics(
     parkedLongPolls: new Gauge({
       name: 'herald_broker_parked_long_polls',
       help: 'Pops waiting (wait=true) on this node.',
+      registers,
+    }),
+    bodyBytesInFlight: new Gauge({
+      name: 'herald_broker_body_bytes_in_flight',
+      help: 'Bytes of request bodies over 1 MiB this node is handling (BROKER_BODY_BUDGET_BYTES bounds it).',
+      registers,
+    }),
+    bodiesWaiting: new Gauge({
+      name: 'herald_broker_bodies_waiting',
+      help: 'Request bodies over 1 MiB waiting, unread, for room in the body budget.',
+      registers,
+    }),
+    bodyBudgetRefusals: new Counter({
+      name: 'herald_broker_body_budget_refusals_total',
+      help: 'Requests answered 503 after waiting BROKER_BODY_BUDGET_WAIT for room in the body budget.',
       registers,
     }),
     authFailures: withZeroSeries(
