@@ -97,6 +97,7 @@ export function applyDeadlines(client: RedisClient, timeoutMs: number, target: s
     target,
     firstSent: new WeakMap(),
     sized: new WeakSet(),
+    allowed: new WeakMap(),
     refused: new WeakMap(),
   };
   if (client instanceof Cluster) {
@@ -114,6 +115,8 @@ interface DeadlineState {
   readonly firstSent: WeakMap<object, number>;
   /** Commands whose size allowance is counted (only those that have one). */
   readonly sized: WeakSet<Command>;
+  /** The size allowances counted per deadline key (ms), for the refusal's message. */
+  readonly allowed: WeakMap<object, number>;
   readonly refused: WeakMap<object, RedisUnavailableError>;
 }
 
@@ -143,16 +146,16 @@ function noteSent(state: DeadlineState, key: object, command: Command): void {
   if (extra > 0) {
     if (state.sized.has(command)) return;
     state.sized.add(command);
+    state.allowed.set(key, (state.allowed.get(key) ?? 0) + extra);
   }
   if (first === undefined) state.firstSent.set(key, Date.now() + extra);
   else if (extra > 0) state.firstSent.set(key, first + extra);
 }
 
-function timeoutRefusal(state: DeadlineState): RedisUnavailableError {
-  return new RedisUnavailableError(
-    'timeout',
-    `no reply from Redis at ${state.target} within ${state.timeoutMs} ms`,
-  );
+/** The refusal of the command(s) under `key`, naming the time they had, their size allowance included. */
+function timeoutRefusal(state: DeadlineState, key: object): RedisUnavailableError {
+  const allowedMs = state.timeoutMs + (state.allowed.get(key) ?? 0);
+  return new RedisUnavailableError('timeout', `no reply from Redis at ${state.target} within ${allowedMs} ms`);
 }
 
 function lostRefusal(state: DeadlineState, lostAt: number): RedisUnavailableError {
@@ -203,7 +206,7 @@ function applyConnectionDeadlines(redis: Redis, state: DeadlineState): void {
       const key = keyOf(item.command, item.stream);
       let refusal = refused.get(key);
       if (!refusal && (firstSent.get(key) ?? now) <= now - timeoutMs) {
-        refusal = timeoutRefusal(state);
+        refusal = timeoutRefusal(state, key);
         refused.set(key, refusal);
       }
       // Rejecting twice is harmless: a promise settles once.
@@ -262,7 +265,7 @@ function applyClusterDeadlines(cluster: Cluster, state: DeadlineState): void {
       if ((firstSent.get(key) ?? now) > now - timeoutMs) continue;
       let refusal = refused.get(key);
       if (!refusal) {
-        refusal = timeoutRefusal(state);
+        refusal = timeoutRefusal(state, key);
         refused.set(key, refusal);
       }
       for (const command of commands) command.reject(refusal);

@@ -134,6 +134,22 @@ test('a large command gets more time by its size: re-sent and answered where a s
   assert.equal(await redis.get('small'), null);
 });
 
+test("a large command's refusal names the time it had, its size allowance included", async () => {
+  const server = await startServer();
+  const proxy = await StallProxy.start(server.port);
+  cleanups.push(() => proxy.close());
+  const redis = connectTo(proxy.url, 200);
+  await once(redis, 'ready');
+  proxy.hold();
+  // 16 MiB of arguments (key and value): 200 ms more per 8 MiB, 600 ms in all.
+  const refused = await refusal(redis.set('large', 'v'.repeat(16 * 1024 * 1024 - 'large'.length)));
+  assert.equal(refused.reason, 'timeout');
+  assert.match(refused.message, /within 600 ms$/);
+  const small = await refusal(redis.set('small', 'refused'));
+  assert.match(small.message, /within 200 ms$/);
+  proxy.releaseAndCut();
+});
+
 test('commands sent before the first connect succeeds are refused by their deadline, never applied later', async () => {
   const port = await freePort();
   const redis = connectTo(`redis://127.0.0.1:${port}`, 300);
