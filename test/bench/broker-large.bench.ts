@@ -10,40 +10,18 @@
  * The order of the two alternates round by round. Prints the median of ROUNDS rounds.
  * Run on a quiet machine: node --import tsx test/bench/broker-large.bench.ts [revision, default main]
  */
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { loadavg, tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { loadavg } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { fileURLToPath } from 'node:url';
-import { type BrokerStorage, RedisStorage } from '@herald/broker';
-import { loadScripts } from '@herald/redis';
-import { RedisServer, uniquePrefix } from '@herald/testkit';
-import { Redis } from 'ioredis';
+import type { BrokerStorage } from '@herald/broker';
+import { luaRevisionBench } from './lua-revision.js';
 
 const ROUNDS = 3;
 const MESSAGES = 64;
 const MIB = 1024 * 1024;
 const GROUP = '__QUEUE_MODE__';
 const revision = process.argv[2] ?? 'main';
-const root = fileURLToPath(new URL('../..', import.meta.url));
-
-const baselineDirectory = mkdtempSync(join(tmpdir(), 'broker-large-'));
-const archive = execFileSync('git', ['-C', root, 'archive', revision, 'services/broker/lua']);
-execFileSync('tar', ['-x', '-C', baselineDirectory], { input: archive });
-
-const redisServer = await RedisServer.start();
-const admin = new Redis(redisServer.url);
-const log = { warn: () => undefined, info: () => undefined };
-const storage = (scripts?: string) =>
-  new RedisStorage({
-    topology: { kind: 'standalone', url: redisServer.url },
-    prefix: uniquePrefix('large-bench'),
-    log,
-    // The baseline's calls may take seconds: measured, not refused.
-    commandTimeoutMs: 120_000,
-    ...(scripts ? { scripts: loadScripts(scripts) } : {}),
-  });
+// The baseline's calls may take seconds: measured, not refused.
+const bench = await luaRevisionBench(revision, { commandTimeoutMs: 120_000 });
 
 const STEPS = ['partitions view', 'ack ahead of the first', 'ack of the first', 'retention'] as const;
 type Step = (typeof STEPS)[number];
@@ -52,17 +30,13 @@ const variants: { label: string; storage: BrokerStorage; times: Record<Step, num
   'current',
 ].map((label) => ({
   label,
-  storage: label === 'current' ? storage() : storage(join(baselineDirectory, 'services/broker/lua')),
+  storage: bench.storage(label === 'current' ? 'current' : 'revision'),
   times: Object.fromEntries(STEPS.map((step) => [step, []])) as unknown as Record<Step, number[]>,
 }));
 
 /** The scripts' time in Redis (ms) during `call`. */
 async function scriptTime(times: number[], call: () => Promise<unknown>): Promise<void> {
-  await admin.config('RESETSTAT');
-  await call();
-  const usec = /cmdstat_evalsha:calls=\d+,usec=(\d+)/.exec(await admin.info('commandstats'))?.[1];
-  if (usec === undefined) throw new Error('no EVALSHA in INFO commandstats');
-  times.push(Number(usec) / 1000);
+  times.push((await bench.timed(call)).scriptMs);
 }
 
 async function pop(storage: BrokerStorage, queue: string, index: number) {
@@ -149,7 +123,4 @@ for (const step of STEPS) {
   console.log(`| ${step} | ${before.toFixed(1)} | ${after.toFixed(1)} | ${(after / before).toFixed(3)}x |`);
 }
 
-await Promise.all(variants.map((variant) => variant.storage.close()));
-admin.disconnect();
-await redisServer.destroy();
-rmSync(baselineDirectory, { recursive: true, force: true });
+await bench.close();

@@ -12,36 +12,14 @@
  * same arguments and answer in the same shape: pop and ack changed both at 84a1a8c (flat pop rows,
  * runs of acks); compare revisions from that commit on.
  */
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { type BrokerStorage, RedisStorage } from '@herald/broker';
-import { loadScripts } from '@herald/redis';
-import { RedisServer, uniquePrefix } from '@herald/testkit';
-import { Redis } from 'ioredis';
+import type { BrokerStorage } from '@herald/broker';
+import { luaRevisionBench } from './lua-revision.js';
 
 const ROUNDS = 300;
 const BATCH = 100;
 const PAYLOAD = JSON.stringify({ orderId: 12345, customer: 'c-42', amount: 99.5, items: ['a', 'b', 'c'] });
 const revision = process.argv[2] ?? 'main';
-const root = fileURLToPath(new URL('../..', import.meta.url));
-
-const baselineDirectory = mkdtempSync(join(tmpdir(), 'broker-lua-'));
-const archive = execFileSync('git', ['-C', root, 'archive', revision, 'services/broker/lua']);
-execFileSync('tar', ['-x', '-C', baselineDirectory], { input: archive });
-
-const redisServer = await RedisServer.start();
-const admin = new Redis(redisServer.url);
-const log = { warn: () => undefined, info: () => undefined };
-const storage = (scripts?: string) =>
-  new RedisStorage({
-    topology: { kind: 'standalone', url: redisServer.url },
-    prefix: uniquePrefix('lua-bench'),
-    log,
-    ...(scripts ? { scripts: loadScripts(scripts) } : {}),
-  });
+const bench = await luaRevisionBench(revision);
 type Times = Record<'push' | 'pop' | 'ack', { call: number[]; script: number[] }>;
 const emptyTimes = (): Times => ({
   push: { call: [], script: [] },
@@ -49,18 +27,14 @@ const emptyTimes = (): Times => ({
   ack: { call: [], script: [] },
 });
 const variants: { label: string; storage: BrokerStorage; times: Times }[] = [
-  { label: revision, storage: storage(join(baselineDirectory, 'services/broker/lua')), times: emptyTimes() },
-  { label: 'current', storage: storage(), times: emptyTimes() },
+  { label: revision, storage: bench.storage('revision'), times: emptyTimes() },
+  { label: 'current', storage: bench.storage('current'), times: emptyTimes() },
 ];
 
 async function timedCall<T>(times: { call: number[]; script: number[] }, call: () => Promise<T>): Promise<T> {
-  await admin.config('RESETSTAT');
-  const started = performance.now();
-  const result = await call();
-  times.call.push(performance.now() - started);
-  const usec = /cmdstat_evalsha:calls=\d+,usec=(\d+)/.exec(await admin.info('commandstats'))?.[1];
-  if (usec === undefined) throw new Error('no EVALSHA in INFO commandstats');
-  times.script.push(Number(usec) / 1000);
+  const { result, callMs, scriptMs } = await bench.timed(call);
+  times.call.push(callMs);
+  times.script.push(scriptMs);
   return result;
 }
 
@@ -130,7 +104,4 @@ for (const call of ['push', 'pop', 'ack'] as const) {
   );
 }
 
-await Promise.all(variants.map((variant) => variant.storage.close()));
-admin.disconnect();
-await redisServer.destroy();
-rmSync(baselineDirectory, { recursive: true, force: true });
+await bench.close();
