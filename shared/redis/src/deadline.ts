@@ -155,7 +155,10 @@ function noteSent(state: DeadlineState, key: object, command: Command): void {
 /** The refusal of the command(s) under `key`, naming the time they had, their size allowance included. */
 function timeoutRefusal(state: DeadlineState, key: object): RedisUnavailableError {
   const allowedMs = state.timeoutMs + (state.allowed.get(key) ?? 0);
-  return new RedisUnavailableError('timeout', `no reply from Redis at ${state.target} within ${allowedMs} ms`);
+  return new RedisUnavailableError(
+    'timeout',
+    `no reply from Redis at ${state.target} within ${allowedMs} ms`,
+  );
 }
 
 function lostRefusal(state: DeadlineState, lostAt: number): RedisUnavailableError {
