@@ -9,6 +9,7 @@ import assert from 'node:assert/strict';
 import { connect, type Socket } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { KeyClock } from '@herald/redis';
+import { waitFor } from '@herald/testkit';
 import { BodyBudget, LARGE_BODY_BYTES, largeBodyBytes } from '../src/body-budget.js';
 import type { Broker } from '../src/index.js';
 import { type BrokerClient, client, queueName, startTestBroker } from './helpers.js';
@@ -181,12 +182,9 @@ describe('the body budget on the push route (memory)', () => {
   });
   after(() => broker.close());
 
+  /** Waits for the node to see what the test's sockets sent (the metric follows the hook). */
   async function waitForMetric(name: string, value: number): Promise<void> {
-    for (let attempt = 0; attempt < 1000; attempt++) {
-      if ((await metric(broker.url, name)) === value) return;
-      await new Promise((resolve) => setTimeout(resolve, 10));
-    }
-    assert.equal(await metric(broker.url, name), value, name);
+    await waitFor(async () => (await metric(broker.url, name)) === value, { what: `${name} ${value}` });
   }
 
   test('a body with no room waits unread and is stored once the first is done', async () => {
