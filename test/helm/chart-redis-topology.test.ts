@@ -79,6 +79,25 @@ test('sentinel: sentinels and master name as values, both passwords from the exi
   assert.equal(hub.has('BROKER_MIN_REPLICAS_ACK'), false);
 });
 
+test('broker.bodyBudgetBytes and bodyBudgetWait render as the broker variables, 0 (off) included; unset, neither', () => {
+  const broker = (set: string[]) =>
+    envOf(find(render({ valuesFiles: [ciValues.default], set }), 'Deployment', componentName('broker')));
+  const set = broker(['broker.bodyBudgetBytes=0', 'broker.bodyBudgetWait=5s']);
+  assert.deepEqual(
+    [set.get('BROKER_BODY_BUDGET_BYTES')?.value, set.get('BROKER_BODY_BUDGET_WAIT')?.value],
+    ['0', '5s'],
+  );
+  const large = broker(['broker.bodyBudgetBytes=67108864']);
+  assert.equal(
+    large.get('BROKER_BODY_BUDGET_BYTES')?.value,
+    '67108864',
+    'integers must not render as 6.7e+07',
+  );
+  const defaults = broker([]);
+  assert.equal(defaults.has('BROKER_BODY_BUDGET_BYTES'), false);
+  assert.equal(defaults.has('BROKER_BODY_BUDGET_WAIT'), false);
+});
+
 test('cluster: seed nodes, user and TLS as values, the password in the chart-made Secret', () => {
   const objects = render({ valuesFiles: [ciValues.redisCluster] });
   const secret = find(objects, 'Secret', `${releaseName}-redis`);
