@@ -6,7 +6,9 @@
  * then times, in Redis (INFO commandstats, reset before each call: the scripts' own time):
  *  - the partitions view (queue detail) with the backlog, after a first pop;
  *  - acks out of order: the lease's messages but the first in one batch, then the first;
- *  - retention of the whole queue once it is consumed (every call of one applyRetention).
+ *  - retention of the whole queue once it is consumed (every call of one applyRetention);
+ *  - the stats job's second run over a queue of WAITING partitions, one message of 1 MiB each,
+ *    that nobody consumes (every queue's stats script).
  * The order of the two alternates round by round. Prints the median of ROUNDS rounds.
  * Run on a quiet machine: node --import tsx test/bench/broker-large.bench.ts [revision, default main]
  */
@@ -18,12 +20,19 @@ import { luaRevisionBench } from './lua-revision.js';
 const ROUNDS = 3;
 const MESSAGES = 64;
 const MIB = 1024 * 1024;
+const WAITING = 16;
 const GROUP = '__QUEUE_MODE__';
 const revision = process.argv[2] ?? 'main';
 // The baseline's calls may take seconds: measured, not refused.
 const bench = await luaRevisionBench(revision, { commandTimeoutMs: 120_000 });
 
-const STEPS = ['partitions view', 'ack ahead of the first', 'ack of the first', 'retention'] as const;
+const STEPS = [
+  'partitions view',
+  'ack ahead of the first',
+  'ack of the first',
+  'retention',
+  `stats, second run (${WAITING} waiting)`,
+] as const;
 type Step = (typeof STEPS)[number];
 const variants: { label: string; storage: BrokerStorage; times: Record<Step, number[]> }[] = [
   revision,
@@ -102,6 +111,36 @@ async function round(variant: (typeof variants)[number], index: number): Promise
     deleted = await storage.housekeeping.applyRetention(600_000);
   });
   if (deleted !== MESSAGES) throw new Error(`${variant.label}: retention deleted ${deleted} of ${MESSAGES}`);
+
+  // A queue whose group has WAITING partitions of one large message each, none consumed.
+  const waiting = `${queue}-waiting`;
+  const item = (partition: string) => ({
+    queue: waiting,
+    partition,
+    transactionId: partition,
+    messageId: `${waiting}-${partition}`,
+    traceId: null,
+    data: JSON.stringify({ blob: 'x'.repeat(MIB) }),
+    producerSub: null,
+  });
+  await storage.queues.push([item('first')]);
+  const opened = await storage.queues.pop({
+    queue: waiting,
+    partition: 'first',
+    group: GROUP,
+    batch: 1,
+    maxPartitions: 1,
+    leaseId: `lease-${waiting}`,
+    subscription: { mode: 'all' },
+  });
+  if (!opened.partitions[0]) throw new Error(`${variant.label}: the waiting queue's first pop found nothing`);
+  await storage.queues.ack(acksOf(opened.partitions[0]));
+  for (let partition = 0; partition < WAITING; partition++)
+    await storage.queues.push([item(`w${partition}`)]);
+  await storage.housekeeping.refreshStats();
+  await scriptTime(times[STEPS[4]], () => storage.housekeeping.refreshStats());
+  // Its 16 MiB would stay in Redis for the rounds after.
+  await storage.catalog.delete(waiting);
 }
 
 const load = loadavg()

@@ -28,6 +28,7 @@ for _, p in ipairs(redis.call('HKEYS', base .. 'parts')) do
   if lease then release_lease(base, p, g, lease) end
   redis.call('DEL', ckey(base, p, g), base .. 'a:' .. p .. ':' .. g, base .. 'rc:' .. p .. ':' .. g,
     base .. 'r:' .. p .. ':' .. g)
+  redis.call('HDEL', base .. 'heads', p .. '\n' .. g)
 end
 redis.call('DEL', base .. 'ready:' .. g)
 redis.call('HDEL', base .. 'stats', 'resolved:' .. g, 'pending:' .. g)

@@ -29,5 +29,5 @@ for i = 1, #parts, 2 do
 end
 for _, g in ipairs(groups) do redis.call('DEL', base .. 'ready:' .. g) end
 redis.call('DEL', base .. 'cfg', base .. 'parts', base .. 'pids', base .. 'groups', base .. 'leases',
-  base .. 'dlq', base .. 'trim', base .. 'stats', base .. 'unreg')
+  base .. 'dlq', base .. 'trim', base .. 'stats', base .. 'unreg', base .. 'heads')
 return ids

@@ -300,6 +300,72 @@ describe('the scripts read large entries a few at a time (redis)', () => {
     await completeAll(suite.api, rest);
   });
 
+  test('the stats job reads a waiting entry once, not at every run', async () => {
+    const queue = await suite.queue('stats');
+    const partitionIds: Record<string, string> = {};
+    const push = async (partition: string, transactionId: string) => {
+      const blob = 'x'.repeat(MIB);
+      const reply = await suite.api.push([{ queue, partition, transactionId, payload: { blob } }]);
+      assert.equal(reply.status, 201);
+      partitionIds[partition] = (reply.body as { partition_id: string }[])[0]?.partition_id ?? '';
+    };
+    const remove = (partition: string, transactionId: string) =>
+      suite.broker.storage.messages.delete(partitionIds[partition] as string, transactionId);
+    // The queue's group comes with a first pop: of a message on a fourth partition.
+    await push('first', 'f');
+    await completeAll(
+      suite.api,
+      ((await suite.api.pop(queue, 'wait=false')).body as { messages: Popped[] }).messages,
+    );
+    await push('a', 'a1');
+    await suite.clock.advance(1000);
+    await push('b', 'b1');
+    await push('c', 'c1');
+    const statsRun = async (): Promise<{ partitions: string[]; oldestAt: number }> => {
+      let oldestAt = -1;
+      const reads = await readsDuring(queue, async () => {
+        const stats = (await suite.broker.storage.housekeeping.refreshStats()).find(
+          (row) => row.queue === queue,
+        );
+        oldestAt = stats?.groups[0]?.oldestPendingAt ?? -1;
+      });
+      return { partitions: reads.map((read) => read.key).sort(), oldestAt };
+    };
+    const first = await statsRun();
+    assert.deepEqual(first.partitions, ['s:a', 's:b', 's:c']);
+    assert.ok(first.oldestAt > 0, 'the oldest waiting message has a time');
+    await suite.clock.advance(5000);
+    assert.deepEqual(
+      await statsRun(),
+      { partitions: [], oldestAt: first.oldestAt },
+      'nothing moved: nothing read',
+    );
+
+    // a1 consumed and a2 pushed: a's position moved, its next entry is read again.
+    const popped = (await suite.api.pop(queue, 'partition=a&wait=false')).body as { messages: Popped[] };
+    assert.deepEqual(
+      popped.messages.map((message) => message.transactionId),
+      ['a1'],
+    );
+    await completeAll(suite.api, popped.messages);
+    await push('a', 'a2');
+    const moved = await statsRun();
+    assert.deepEqual(moved.partitions, ['s:a']);
+    assert.ok(moved.oldestAt > first.oldestAt, 'b1 and c1 are now the oldest');
+
+    // b1 deleted where nobody's position moved: b's next entry is read again, and is none.
+    assert.equal(await remove('b', 'b1'), true);
+    const afterDelete = await statsRun();
+    assert.deepEqual(afterDelete.partitions, ['s:b']);
+    assert.equal(afterDelete.oldestAt, moved.oldestAt, 'c1 was pushed with b1');
+    assert.equal(await remove('c', 'c1'), true);
+    const onlyA2 = await statsRun();
+    // b, empty since b1 went and still in the ready set, is read at every run: a read of nothing
+    // (none is not kept: a push would add an entry without moving the position).
+    assert.deepEqual(onlyA2.partitions, ['s:b', 's:c']);
+    assert.ok(onlyA2.oldestAt > moved.oldestAt, `a2 is the oldest now: ${JSON.stringify(onlyA2)}`);
+  });
+
   test('retention reads at most 32 MiB per call: 40 messages of 1 MiB go in two', async () => {
     const queue = await suite.queue('retain-budget');
     await suite.api.configure(queue, { retentionEnabled: true, completedRetentionSeconds: 1 });

@@ -12,6 +12,8 @@ local function forget_entry(base, p, id)
       end
       -- What g resolved right behind the entry is now next to its position: move over it.
       advance(base, p, g)
+      -- The entry may be the one stats-1.lua noted as next after the position.
+      redis.call('HDEL', base .. 'heads', p .. '\n' .. g)
     end
   end
 end
