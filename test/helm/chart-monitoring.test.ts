@@ -95,6 +95,7 @@ test("PrometheusRules carry the required alerts, scoped to this release's job an
       'HeraldBrokerOutboxLagging',
       'HeraldBrokerAuthFailuresSpike',
       'HeraldBrokerRedisLatencyHigh',
+      'HeraldBrokerBodyBudgetRefusals',
       'HeraldBrokerNotReady',
     ],
   };
