@@ -9,7 +9,7 @@
    - evicted: older than maxWaitTimeSeconds and still waiting for some group (or for the first
      group to come), whatever retentionEnabled: deleted, not dead-lettered.
   Nothing after the position of a group holding a lease is removed by age: the holder may
-  still ack it; the partition is looked at again a second later. A deleted prefix of the
+  still ack it; once due, the partition is looked at again a second later. A deleted prefix of the
   stream goes with XTRIM MINID (frees whole stream nodes), evicted messages behind kept
   completed ones with XDEL. Groups behind a deleted range move past it.
   KEYS[1]   base: <prefix>{<queue>}: (every key the script touches is this text plus a suffix)
@@ -159,16 +159,20 @@ for _, p in ipairs(due) do
     if not next_at or t < next_at then next_at = t end
   end
   if more then at(now) end
+  -- A held entry is due when a free one would be; once due, it is looked at again every second
+  -- while the lease holds it. (Every second from the lease's start read the leased partitions
+  -- each second for the whole lease, large entries included.)
+  local function due_at(e, window)
+    local t = id_ms(e[1]) + window
+    if held(e[1]) and t < now + 1000 then t = now + 1000 end
+    return t
+  end
   if stop then
     local ms = id_ms(stop[1])
     if consumed(stop[1]) and done_window > 0 then at(ms + done_window) end
-    if age_window > 0 then
-      if held(stop[1]) then at(now + 1000) else at(ms + age_window) end
-    end
+    if age_window > 0 then at(due_at(stop, age_window)) end
   end
-  if waiting and wait_window > 0 then
-    if held(waiting[1]) then at(now + 1000) else at(id_ms(waiting[1]) + wait_window) end
-  end
+  if waiting and wait_window > 0 then at(due_at(waiting, wait_window)) end
   if next_at then
     redis.call('ZADD', trim, next_at, p)
   else

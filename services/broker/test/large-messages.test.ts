@@ -366,6 +366,28 @@ describe('the scripts read large entries a few at a time (redis)', () => {
     assert.ok(onlyA2.oldestAt > moved.oldestAt, `a2 is the oldest now: ${JSON.stringify(onlyA2)}`);
   });
 
+  test('retention looks at a leased message again when it is due, not every second', async () => {
+    const queue = await suite.queue('retain-leased');
+    await suite.api.configure(queue, { retentionEnabled: true, retentionSeconds: 3600, leaseTime: 600 });
+    const [message] = await leased(queue, 1);
+    const runReads = async () =>
+      (
+        await readsDuring(queue, async () => {
+          await suite.broker.storage.housekeeping.applyRetention();
+        })
+      ).filter((read) => read.key === 's:p').length;
+    assert.equal(await runReads(), 1, 'the push scheduled the partition');
+    await suite.clock.advance(2000);
+    assert.equal(await runReads(), 0, 'an hour before its retention, the leased message is not read again');
+    await completeAll(suite.api, [message as Popped]);
+    await suite.clock.advance(3_600_000);
+    // Due: read and deleted (then a read of what follows it: nothing).
+    assert.ok((await runReads()) >= 1, 'due: read');
+    assert.equal((await suite.api.pop(queue, 'wait=false')).status, 204);
+    const [state] = await suite.broker.storage.groups.partitions(queue);
+    assert.equal(state?.retained, 0);
+  });
+
   test('retention reads at most 32 MiB per call: 40 messages of 1 MiB go in two', async () => {
     const queue = await suite.queue('retain-budget');
     await suite.api.configure(queue, { retentionEnabled: true, completedRetentionSeconds: 1 });
