@@ -8,7 +8,9 @@
  *  - acks out of order: the lease's messages but the first in one batch, then the first;
  *  - retention of the whole queue once it is consumed (every call of one applyRetention);
  *  - the stats job's second run over a queue of WAITING partitions, one message of 1 MiB each,
- *    that nobody consumes (every queue's stats script).
+ *    that nobody consumes (every queue's stats script);
+ *  - the same messages leased, an hour before their retention: a retention run one second after
+ *    a first one.
  * The order of the two alternates round by round. Prints the median of ROUNDS rounds.
  * Run on a quiet machine: node --import tsx test/bench/broker-large.bench.ts [revision, default main]
  */
@@ -32,6 +34,7 @@ const STEPS = [
   'ack of the first',
   'retention',
   `stats, second run (${WAITING} waiting)`,
+  `retention, ${WAITING} leased a second later`,
 ] as const;
 type Step = (typeof STEPS)[number];
 const variants: { label: string; storage: BrokerStorage; times: Record<Step, number[]> }[] = [
@@ -139,6 +142,33 @@ async function round(variant: (typeof variants)[number], index: number): Promise
     await storage.queues.push([item(`w${partition}`)]);
   await storage.housekeeping.refreshStats();
   await scriptTime(times[STEPS[4]], () => storage.housekeeping.refreshStats());
+
+  // The same messages leased, an hour before their retention: a retention run a second after one
+  // that looked at them.
+  await storage.catalog.configure(
+    waiting,
+    { retentionEnabled: true, retentionSeconds: 3600, leaseTime: 600 },
+    { namespace: '', task: '' },
+  );
+  // A pop answers at most 16 MiB: two pops.
+  let leasedParts = 0;
+  for (let attempt = 0; leasedParts < WAITING && attempt < 4; attempt++) {
+    const held = await storage.queues.pop({
+      queue: waiting,
+      partition: undefined,
+      group: GROUP,
+      batch: WAITING,
+      maxPartitions: WAITING,
+      leaseId: `lease-${waiting}-held-${attempt}`,
+      subscription: { mode: 'all' },
+    });
+    leasedParts += held.partitions.length;
+  }
+  if (leasedParts !== WAITING)
+    throw new Error(`${variant.label}: ${leasedParts} of ${WAITING} partitions leased`);
+  await storage.housekeeping.applyRetention(600_000);
+  await sleep(1100);
+  await scriptTime(times[STEPS[5]], () => storage.housekeeping.applyRetention(600_000));
   // Its 16 MiB would stay in Redis for the rounds after.
   await storage.catalog.delete(waiting);
 }

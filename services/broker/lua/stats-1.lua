@@ -11,7 +11,7 @@
             of active leases), leasedAnswered (of them, answered) }
   The oldest pending age reads each sampled partition's next entry after the group's position,
   the whole entry (a stream has no read of ids alone): with a waiting head of 64 MiB one run took
-  Redis 0.57 s, every run. So the id read is kept in `heads` ('<p>\n<g>' -> '<pos> <id>') and
+  Redis 0.42–0.60 s, every run. So the id read is kept in `heads` ('<p>\n<g>' -> '<pos> <id>') and
   read again only once the group's position moved (includes/forget-entry.lua drops the field of
   an entry deleted ahead of a position). `heads` holds this run's sample, rewritten only when it
   changed.
