@@ -48,6 +48,8 @@ for _, p in ipairs(parts) do
   local before = unresolved_in(base, p, g)
   redis.call('DEL', ckey(base, p, g), base .. 'a:' .. p .. ':' .. g, base .. 'rc:' .. p .. ':' .. g)
   redis.call('HSET', ckey(base, p, g), 'pos', pos)
+  -- The entry stats-1.lua kept as next after this position may be gone since (retention).
+  redis.call('HDEL', base .. 'heads', p .. '\n' .. g)
   redis.call('HINCRBY', base .. 'stats', 'pending:' .. g, count_after(base, p, pos) - before)
   reschedule(base, p, g, now)
   -- What the move resolved or reopened may be due for retention now (ttl, maxWaitTimeSeconds,

@@ -366,6 +366,41 @@ describe('the scripts read large entries a few at a time (redis)', () => {
     assert.ok(onlyA2.oldestAt > moved.oldestAt, `a2 is the oldest now: ${JSON.stringify(onlyA2)}`);
   });
 
+  test('the stats job reads again after a seek: the entry it kept may be gone', async () => {
+    const queue = await suite.queue('stats-seek');
+    await suite.api.configure(queue, { retentionEnabled: true, completedRetentionSeconds: 1 });
+    assert.equal((await suite.api.pop(queue, 'consumerGroup=A&subscriptionMode=all&wait=false')).status, 204);
+    await pushSized(suite.api, queue, [100]);
+    await suite.clock.advance(2000);
+    await suite.api.push([{ queue, partition: 'p', transactionId: 'later', payload: { n: 1 } }]);
+    const oldestOfA = async () => {
+      const stats = (await suite.broker.storage.housekeeping.refreshStats()).find(
+        (row) => row.queue === queue,
+      );
+      return stats?.groups.find((group) => group.group === 'A')?.oldestPendingAt ?? -1;
+    };
+    const first = await oldestOfA();
+    const popped = await suite.api.pop(queue, 'consumerGroup=A&batch=1&wait=false');
+    const [message] = (popped.body as { messages: Popped[] }).messages;
+    const done = await suite.api.ackBatch({
+      acknowledgments: [{ ...ack(message as Popped), consumerGroup: 'A' }],
+    });
+    assert.deepEqual(
+      (done.body as { success: boolean }[]).map((result) => result.success),
+      [true],
+    );
+    await suite.clock.advance(1001);
+    assert.equal(await suite.broker.storage.housekeeping.applyRetention(), 1, 'the first message is deleted');
+    const seek = await suite.api.call(
+      'POST',
+      `/api/v1/consumer-groups/A/queues/${encodeURIComponent(queue)}/seek`,
+      { timestamp: 0 },
+    );
+    assert.equal(seek.status, 200);
+    const after = await oldestOfA();
+    assert.ok(after >= first + 2000, `the second message is A's oldest now: ${first} then ${after}`);
+  });
+
   test('retention looks at a leased message again when it is due, not every second', async () => {
     const queue = await suite.queue('retain-leased');
     await suite.api.configure(queue, { retentionEnabled: true, retentionSeconds: 3600, leaseTime: 600 });
