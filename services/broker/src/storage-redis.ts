@@ -149,11 +149,15 @@ export class RedisStorage implements BrokerStorage {
         options.log.info({ error: loggableError(error) }, `tenant limits: ${what} failed`),
     });
     const { subscriber } = backend;
-    // Control messages sent while this node was away are lost: read the flags afresh.
-    subscriber.on('ready', () => this.flags.forget());
+    // Control messages sent while this node was away are lost: read the flags and sizes afresh.
+    subscriber.on('ready', () => {
+      this.flags.forget();
+      backend.recordSizes.forget();
+    });
     onShardedMessage(subscriber, (channel: string, message: string) => {
       if (channel === control) {
-        if (!backend.registry.onControl(message)) this.flags.forget();
+        if (!backend.registry.onControl(message) && !backend.recordSizes.onControl(message))
+          this.flags.forget();
       } else if (channel !== recordReaders?.channel) {
         backend.notifications.receive(message);
       }

@@ -69,7 +69,8 @@ function keyOf(command: Command, stream: Stream | undefined): object {
  *   progress excepted), a new command is refused at once: it never enters the offline queue.
  * - Any other command (queued during the first connect or a handshake, written and not yet
  *   answered, or waiting to be re-sent) is refused once `timeoutMs` passed without a reply,
- *   plus `timeoutMs` per 8 MiB of arguments it carries (allowanceMs), checked every
+ *   plus `timeoutMs` per 8 MiB of arguments it carries and of reply its caller expects
+ *   (allowanceMs, expectReply), checked every
  *   `timeoutMs / 4` (100 ms at most), after the replies already received are read: refused
  *   within 1.25 x `timeoutMs` after that.
  * - A refused command is never written afterwards: ioredis re-sends unanswered commands and
@@ -124,12 +125,26 @@ interface DeadlineState {
  * A command gets `timeoutMs` more per ALLOWANCE_BYTES of arguments it carries. Redis's time for
  * a large argument grows with it (one push of a 64 MiB payload: 1.34 s inside Redis here, ~21 ms
  * per MiB, past the broker's 1 s default), and a deadline chosen to notice a stalled Redis must
- * not refuse a command only for its size: ~6x that rate at the broker's default.
+ * not refuse a command only for its size: ~6x that rate at the broker's default. The same holds
+ * for what a command reads: a script that reads a 240 MiB entry and answers it takes ~1.5 s in
+ * Redis here (~6 ms per MiB), a plain XRANGE of it ~0.6 s.
  */
 const ALLOWANCE_BYTES = 8 * 1024 * 1024;
 
+/** Bytes a command's caller expects Redis to read or answer on top of its arguments (expectReply). */
+const expectedReplies = new WeakMap<Command, number>();
+
+/**
+ * Gives `command` the size allowance of `bytes` more (the caller knows that its work or its reply
+ * in Redis may span that much: a script on a queue holding large messages). Call it before the
+ * command is sent.
+ */
+export function expectReply(command: Command, bytes: number): void {
+  if (bytes > 0) expectedReplies.set(command, bytes);
+}
+
 function allowanceMs(command: Command, timeoutMs: number): number {
-  let bytes = 0;
+  let bytes = expectedReplies.get(command) ?? 0;
   for (const argument of command.args) {
     if (typeof argument === 'string' || Buffer.isBuffer(argument)) bytes += argument.length;
   }

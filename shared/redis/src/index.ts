@@ -3,7 +3,12 @@ export { isCluster, type RedisClient } from './client.js';
 export { type Clock, KeyClock, systemClock } from './clock.js';
 export { CLOSE_STEP_MS, closeRedis, settleWithin } from './close.js';
 export { createRedis, parseRedisOptions, type RedisOptions } from './connection.js';
-export { applyDeadlines, RedisUnavailableError, type RedisUnavailableReason } from './deadline.js';
+export {
+  applyDeadlines,
+  expectReply,
+  RedisUnavailableError,
+  type RedisUnavailableReason,
+} from './deadline.js';
 export { probeRedis, type RedisProbeResult } from './health.js';
 export { instrumentRedis } from './instrument.js';
 export { hashTag, type Keyspace, keyspace } from './keys.js';
@@ -33,6 +38,7 @@ export {
   runScript,
   type ScriptClock,
   type ScriptSet,
+  scriptCommand,
   scriptNamed,
 } from './scripts.js';
 export {

@@ -2,8 +2,9 @@ import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { ChainableCommander } from 'ioredis';
+import { type ChainableCommander, Command } from 'ioredis';
 import type { RedisClient } from './client.js';
+import { expectReply } from './deadline.js';
 
 /** A Lua script from a file named `<name>-<numberOfKeys>.lua` (bullmq's convention). */
 export interface LuaScript {
@@ -147,17 +148,34 @@ export async function runScript<T = unknown>(
   script: LuaScript,
   keys: readonly string[],
   args: readonly (string | number | Buffer)[],
+  replyBytes = 0,
 ): Promise<T> {
   checkKeys(script, keys);
-  // One array, not spread arguments: a script call can carry 100k+ arguments (a 10,000-item
-  // transaction), past what a function call's stack holds.
-  const flat = [keys.length, ...keys, ...args];
   try {
-    return (await redis.call('evalsha', [script.sha, ...flat])) as T;
+    return (await redis.sendCommand(scriptCommand('evalsha', script.sha, keys, args, replyBytes))) as T;
   } catch (error) {
     if (!isNoScript(error)) throw error;
-    return (await redis.call('eval', [script.source, ...flat])) as T;
+    return (await redis.sendCommand(scriptCommand('eval', script.source, keys, args, replyBytes))) as T;
   }
+}
+
+/**
+ * One EVALSHA (`body` the SHA) or EVAL (`body` the source) command, its reply as text. With
+ * `replyBytes`, the command deadline allows for that much more read or answered in Redis
+ * (`expectReply`: a script on a queue that holds large messages).
+ */
+export function scriptCommand(
+  kind: 'evalsha' | 'eval',
+  body: string,
+  keys: readonly string[],
+  args: readonly (string | number | Buffer)[],
+  replyBytes = 0,
+): Command {
+  // One array, not spread arguments: a script call can carry 100k+ arguments (a 10,000-item
+  // transaction), past what a function call's stack holds.
+  const command = new Command(kind, [body, keys.length, ...keys, ...args], { replyEncoding: 'utf8' });
+  expectReply(command, replyBytes);
+  return command;
 }
 
 /** Queues a script on a pipeline by SHA; callers retry the pipeline with `runScript` on NOSCRIPT. */

@@ -8,7 +8,13 @@ import { execFileSync } from 'node:child_process';
 import { once } from 'node:events';
 import { after, test } from 'node:test';
 import { freePort, RedisServer, waitFor } from '@herald/testkit';
-import { createRedis, parseRedisOptions, type Redis, RedisUnavailableError } from '../src/index.js';
+import {
+  createRedis,
+  parseRedisOptions,
+  type Redis,
+  RedisUnavailableError,
+  scriptCommand,
+} from '../src/index.js';
 import { StallProxy } from './stall-proxy.js';
 
 const cleanups: (() => Promise<void> | void)[] = [];
@@ -147,6 +153,25 @@ test("a large command's refusal names the time it had, its size allowance includ
   assert.match(refused.message, /within 600 ms$/);
   const small = await refusal(redis.set('small', 'refused'));
   assert.match(small.message, /within 200 ms$/);
+  proxy.releaseAndCut();
+});
+
+test('a command expecting a large reply (expectReply) gets the same allowance for it', async () => {
+  const server = await startServer();
+  const proxy = await StallProxy.start(server.port);
+  cleanups.push(() => proxy.close());
+  const redis = connectTo(proxy.url, 200);
+  await once(redis, 'ready');
+  proxy.hold();
+  // A script on a queue that may hold a 16 MiB record, with its arguments (the text and the key
+  // count '0'): 200 ms more per 8 MiB, 600 ms in all.
+  const command = scriptCommand('eval', 'return 1', [], [], 16 * 1024 * 1024 - 'return 10'.length);
+  const refused = await refusal(redis.sendCommand(command) as Promise<unknown>);
+  assert.match(refused.message, /within 600 ms$/);
+  const plain = await refusal(
+    redis.sendCommand(scriptCommand('eval', 'return 1', [], [])) as Promise<unknown>,
+  );
+  assert.match(plain.message, /within 200 ms$/);
   proxy.releaseAndCut();
 });
 

@@ -5,7 +5,7 @@
 import type { RedisClient } from '@herald/redis';
 import { namespaceAndTask } from '../identifiers.js';
 import { DEFAULT_QUEUE_OPTIONS, type QueueCatalog, type QueueInfo, type QueueOptions } from '../storage.js';
-import type { RedisBackend } from './context.js';
+import { type RedisBackend, slotTag } from './context.js';
 
 function parseOptions(hash: Record<string, string>): QueueOptions {
   const options = { ...DEFAULT_QUEUE_OPTIONS } as Record<string, number | boolean | string>;
@@ -92,6 +92,8 @@ export class RedisCatalog implements QueueCatalog {
     // Intents recorded before the delete are still relayed (their events happened): the outbox
     // stays, listed for the relays while it holds any.
     if ((await backend.redis.xlen(`${base}ob`)) > 0) await backend.outbox.mark(queue, backend.clock.now());
+    // Not while those intents (records among them) stay, nor where the tag is the namespace's.
+    else if (backend.slotGroup === 'queue') await backend.recordSizes.remove(slotTag(base));
     await backend.redis.srem(backend.outbox.bridgedKey, queue);
     return exists === 1;
   }

@@ -4,7 +4,9 @@ import {
   closeRedis,
   createRedis,
   describeTopology,
+  expectReply,
   instrumentRedis,
+  type LuaScript,
   OutageLog,
   type OutageLogger,
   probeRedis,
@@ -14,10 +16,12 @@ import {
   type ScriptSet,
   scriptNamed,
 } from '@herald/redis';
+import { Command } from 'ioredis';
 import { namespaceAndTask } from '../identifiers.js';
 import { Notifications } from './notifications.js';
 import { RedisOutbox } from './outbox.js';
 import { RecordReaders } from './record-readers.js';
+import { LARGE_RECORD_BYTES, RecordSizes } from './record-sizes.js';
 import { RedisRegistry } from './registry.js';
 import { MARKER_SUFFIX, type ReplicaAck, ReplicatedWrites } from './replication.js';
 
@@ -141,8 +145,10 @@ export class RedisBackend {
    * release is connected (record-readers.ts); undefined: always records (the embedded default).
    */
   readonly recordReaders: RecordReaders | undefined;
+  /** The largest record each queue may hold: its scripts' command deadline allows for it. */
+  readonly recordSizes: RecordSizes;
   private readonly prefix: string;
-  private readonly slotGroup: SlotGroup;
+  readonly slotGroup: SlotGroup;
   private readonly scripts: ScriptSet;
 
   constructor(options: RedisBackendOptions) {
@@ -186,6 +192,7 @@ export class RedisBackend {
           ...options.recordReaders,
         })
       : undefined;
+    this.recordSizes = new RecordSizes(this.redis, this.key('sizes'), this.control, slotTag);
     this.outbox = new RedisOutbox(this);
     // docs/broker-topologies.md "Redis topologies": one channel per queue in its slot on Cluster, one for all otherwise.
     this.notifications = new Notifications(
@@ -232,12 +239,35 @@ export class RedisBackend {
       EXTRA_KEYS.has(name) && keys.length > script.numberOfKeys
         ? { ...script, numberOfKeys: keys.length }
         : script;
+    const replyBytes = this.recordSizes.allowance(keys, largestString(args));
+    if (typeof replyBytes === 'number') return this.send<T>(name, declared, keys, args, replyBytes);
+    return replyBytes.then((bytes) => this.send<T>(name, declared, keys, args, bytes));
+  }
+
+  /**
+   * A plain read of `key` (an XRANGE of one entry) whose deadline allows for the largest record
+   * its queue may hold, as a script's does.
+   */
+  async read<T>(key: string, command: string, args: (string | number)[]): Promise<T> {
+    const replyBytes = await this.recordSizes.allowance([key], 0);
+    const sent = new Command(command, [key, ...args], { replyEncoding: 'utf8' });
+    expectReply(sent, replyBytes);
+    return (await this.redis.sendCommand(sent)) as T;
+  }
+
+  private send<T>(
+    name: string,
+    script: LuaScript,
+    keys: string[],
+    args: (string | number)[],
+    replyBytes: number,
+  ): Promise<T> {
     if (this.replicatedWrites && REPLICATED_SCRIPTS.has(name)) {
       // The marker shares the first key's hash tag.
       const marker = `${keys[0]}${MARKER_SUFFIX}`;
-      return this.replicatedWrites.run<T>(declared, keys, args, marker);
+      return this.replicatedWrites.run<T>(script, keys, args, marker, replyBytes);
     }
-    return runScript<T>(this.redis, declared, keys, args);
+    return runScript<T>(this.redis, script, keys, args, replyBytes);
   }
 
   async ready(): Promise<string | undefined> {
@@ -254,6 +284,17 @@ export class RedisBackend {
       [this.redis, this.subscriber, this.writer].map((client) => (client ? closeRedis(client) : undefined)),
     );
   }
+}
+
+/** The size in bytes of the largest string argument, when it may reach LARGE_RECORD_BYTES (else less). */
+function largestString(args: readonly (string | number)[]): number {
+  let largest = 0;
+  for (const argument of args) {
+    if (typeof argument !== 'string' || argument.length <= largest) continue;
+    // UTF-8 takes up to 3 bytes per UTF-16 unit: count only where it may matter.
+    largest = argument.length * 3 < LARGE_RECORD_BYTES ? argument.length : Buffer.byteLength(argument);
+  }
+  return largest;
 }
 
 /**

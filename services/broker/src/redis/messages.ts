@@ -167,10 +167,10 @@ export class RedisMessages implements MessageBrowser {
     const dedup = await backend.redis.hget(`${base}d:${encode(partition)}`, transactionId);
     if (!dedup) return undefined;
     const streamId = dedup.slice(0, dedup.indexOf(' '));
-    const entries = (await backend.redis.xrange(`${base}s:${encode(partition)}`, streamId, streamId)) as [
-      string,
-      string[],
-    ][];
+    const entries = await backend.read<[string, string[]][]>(`${base}s:${encode(partition)}`, 'xrange', [
+      streamId,
+      streamId,
+    ]);
     const [entry] = entries;
     return entry ? messageView(queue, partition, partitionId, entry) : undefined;
   }

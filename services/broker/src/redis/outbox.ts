@@ -165,7 +165,8 @@ export class RedisOutbox implements OutboxStore {
         const base = this.backend.base(queue);
         const [pending, head, refused] = await Promise.all([
           redis.xlen(`${base}ob`),
-          redis.xrange(`${base}ob`, '-', '+', 'COUNT', 1),
+          // The first intent whole (for its id): it may carry a large record.
+          this.backend.read<[string, string[]][]>(`${base}ob`, 'xrange', ['-', '+', 'COUNT', 1]),
           redis.xlen(`${base}obd`),
         ]);
         const oldest = head[0]?.[0];

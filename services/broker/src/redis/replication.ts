@@ -27,7 +27,9 @@ import {
   type LuaScript,
   type RedisClient,
   RedisUnavailableError,
+  scriptCommand,
 } from '@herald/redis';
+import type { Command, Pipeline } from 'ioredis';
 import { replicationTimeout } from '../errors.js';
 
 export interface ReplicaAck {
@@ -77,29 +79,24 @@ export class ReplicatedWrites {
     keys: readonly string[],
     args: readonly (string | number)[],
     markerKey: string,
+    replyBytes = 0,
   ): Promise<T> {
     if (keys.length !== script.numberOfKeys) {
       throw new Error(`script ${script.name} takes ${script.numberOfKeys} keys, got ${keys.length}`);
     }
     try {
-      return await this.once<T>('evalsha', script.sha, keys, args, markerKey);
+      return await this.once<T>(scriptCommand('evalsha', script.sha, keys, args, replyBytes), markerKey);
     } catch (error) {
       if (!isNoScript(error)) throw error;
-      return this.once<T>('eval', script.source, keys, args, markerKey);
+      return this.once<T>(scriptCommand('eval', script.source, keys, args, replyBytes), markerKey);
     }
   }
 
-  private async once<T>(
-    command: 'evalsha' | 'eval',
-    body: string,
-    keys: readonly string[],
-    args: readonly (string | number)[],
-    markerKey: string,
-  ): Promise<T> {
+  private async once<T>(command: Command, markerKey: string): Promise<T> {
     const epoch = this.connectionEpoch;
-    const replies = (await this.client
-      .pipeline()
-      .call(command, [body, keys.length, ...keys, ...args])
+    const pipeline = this.client.pipeline() as Pipeline;
+    pipeline.sendCommand(command);
+    const replies = (await pipeline
       .set(markerKey, '', 'PX', MARKER_TTL_MS)
       .call('wait', this.ack.replicas, this.ack.timeoutMs)
       .exec()) as PipelineReply[] | null;
