@@ -6,9 +6,11 @@
  * (queue, partition, group), never encoded; answers are the broker's own shapes, and
  * routes/wire.ts gives them Queen's names.
  */
+
 import type { TenantLimits } from '@herald/limits';
 import type { PushItem, PushResult } from './push-item.js';
 import type { StreamsStorage } from './streams/types.js';
+import type { ReadBudget } from './view-budget.js';
 
 export type { PushItem, PushResult } from './push-item.js';
 
@@ -331,7 +333,13 @@ export interface QueueCatalog {
 
 /** Reading and deleting stored messages (redis/messages.ts). */
 export interface MessageBrowser {
-  list(filter: { queue: string; partition?: string; limit: number }): Promise<MessageView[]>;
+  /** The first `limit` messages, within `budget` (one per request: the view's bytes; a new one if absent). */
+  list(filter: {
+    queue: string;
+    partition?: string;
+    limit: number;
+    budget?: ReadBudget;
+  }): Promise<MessageView[]>;
   /**
    * The newest `offset + limit` messages of each partition, merged newest first, one page of
    * them, each with its state for queue mode (docs/broker-queen.md, "Queen compatibility").
@@ -348,6 +356,8 @@ export interface DeadLetterStore {
     group?: string;
     limit: number;
     offset: number;
+    /** One per request: the view's bytes (view-budget.ts); a new one if absent. */
+    budget?: ReadBudget;
   }): Promise<{ messages: DeadLetter[]; total: number }>;
   requeue(queue: string, dlqIds: string[]): Promise<number>;
 }

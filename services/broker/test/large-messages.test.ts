@@ -11,6 +11,7 @@ import { after, before, describe, test } from 'node:test';
 import { RedisMonitor, stopTestRedis, testRedisUrl, uniquePrefix } from '@herald/testkit';
 import { Redis } from 'ioredis';
 import { loadBrokerScripts } from '../src/scripts.js';
+import { QUEUE_MODE } from '../src/storage.js';
 import {
   BACKENDS,
   type BrokerClient,
@@ -494,5 +495,108 @@ describe('the scripts read large entries a few at a time (redis)', () => {
     } finally {
       redis.disconnect();
     }
+  });
+
+  /*
+   * The views read stream entries with plain commands (redis/read-range.ts). Before, the message
+   * list read up to 1,000 entries in one XRANGE and kept them all, the status view offset + limit
+   * of every partition and 10,000 dead letters, a dead-letter page offset + limit and, with a
+   * group, the whole dead-letter stream.
+   */
+
+  /** The COUNT of each plain (node-side) read of `key` among `commands`. */
+  function plainReads(commands: readonly string[][], key: string): number[] {
+    return commands
+      .filter(([command, at]) => (command === 'xrange' || command === 'xrevrange') && at === key)
+      .map((args) => Number(args[args.indexOf('COUNT') + 1]));
+  }
+
+  /** 40 messages of 1 MiB on partition p, all dead-lettered. */
+  async function deadLettered(queue: string): Promise<void> {
+    await suite.api.configure(queue, { deadLetterQueue: true });
+    await pushSized(
+      suite.api,
+      queue,
+      Array.from({ length: 40 }, () => MIB),
+    );
+    for (let letters = 0; letters < 40; ) {
+      const reply = await suite.api.pop(queue, 'batch=100&wait=false');
+      const messages = (reply.body as { messages: Popped[] }).messages;
+      const failed = await suite.api.ackBatch({
+        acknowledgments: messages.map((message) => ack(message, 'dlq')),
+      });
+      assert.equal(failed.status, 200);
+      letters += messages.length;
+    }
+  }
+
+  test('the message list keeps at most 32 MiB of entries, read one at a time', async () => {
+    const queue = await suite.queue('list-budget');
+    await pushSized(
+      suite.api,
+      queue,
+      Array.from({ length: 40 }, () => MIB),
+    );
+    let listed: number[] = [];
+    const commands = await commandsDuring(queue, async () => {
+      const views = await suite.broker.storage.messages.list({ queue, limit: 1000 });
+      listed = views.map((view) => (view.data as { n: number }).n);
+    });
+    // Records are a little over 1 MiB: the 32nd brings what the view holds past 32 MiB.
+    assert.deepEqual(
+      listed,
+      Array.from({ length: 32 }, (_, n) => n),
+    );
+    const reads = plainReads(commands, 's:p');
+    assert.equal(reads.length, 32);
+    assert.deepEqual([...new Set(reads)], [1]);
+  });
+
+  test('the status view lists every entry, holding no payload, read one at a time', async () => {
+    const queue = await suite.queue('status-budget');
+    await deadLettered(queue);
+    let rows: string[] = [];
+    const commands = await commandsDuring(queue, async () => {
+      const states = await suite.broker.storage.messages.states({ queue, limit: 1000, offset: 0 });
+      rows = states.map((state) => state.status);
+    });
+    assert.deepEqual(
+      rows,
+      Array.from({ length: 40 }, () => 'dead_letter'),
+    );
+    const reads = [...plainReads(commands, 's:p'), ...plainReads(commands, 'dlq')];
+    assert.equal(reads.length, 82, 'each stream: 40 entries, and a last read finding none');
+    assert.deepEqual([...new Set(reads)], [1]);
+  });
+
+  test("a dead-letter page keeps at most 32 MiB; a group's total counts every letter", async () => {
+    const queue = await suite.queue('dlq-budget');
+    await deadLettered(queue);
+    const numbers = (letters: readonly { data: unknown }[]) =>
+      letters.map((letter) => (letter.data as { n: number }).n);
+    const all = await suite.broker.storage.deadLetters.list({ queue, limit: 1000, offset: 0 });
+    assert.equal(all.total, 40);
+    assert.deepEqual(
+      numbers(all.messages),
+      Array.from({ length: 32 }, (_, n) => n),
+    );
+    const group = await suite.broker.storage.deadLetters.list({
+      queue,
+      group: QUEUE_MODE,
+      limit: 1000,
+      offset: 5,
+    });
+    assert.equal(group.total, 40);
+    assert.deepEqual(
+      numbers(group.messages),
+      Array.from({ length: 32 }, (_, n) => n + 5),
+    );
+    const other = await suite.broker.storage.deadLetters.list({
+      queue,
+      group: 'other',
+      limit: 10,
+      offset: 0,
+    });
+    assert.deepEqual([other.total, other.messages.length], [0, 0]);
   });
 });

@@ -4,9 +4,11 @@
  */
 import { newId, streamIdTime } from '../identifiers.js';
 import type { DeadLetter, DeadLetterStore } from '../storage.js';
+import { ReadBudget } from '../view-budget.js';
 import { decode, type RedisBackend } from './context.js';
 import { fieldsOf } from './message-record.js';
 import { parseJson } from './messages.js';
+import { readRange } from './read-range.js';
 
 /** Dead letters moved per requeue script run. */
 const REQUEUE_CHUNK = 1000;
@@ -19,6 +21,7 @@ export class RedisDeadLetters implements DeadLetterStore {
     group?: string;
     limit: number;
     offset: number;
+    budget?: ReadBudget;
   }): Promise<{ messages: DeadLetter[]; total: number }> {
     const { backend } = this;
     const base = backend.base(filter.queue);
@@ -43,21 +46,35 @@ export class RedisDeadLetters implements DeadLetterStore {
         failedAt: new Date(Number(fields.at ?? 0)).toISOString(),
       };
     };
+    const key = `${base}dlq`;
+    const budget = filter.budget ?? new ReadBudget();
     if (filter.group === undefined) {
-      const total = await backend.redis.xlen(`${base}dlq`);
-      const entries = (await backend.redis.xrange(
-        `${base}dlq`,
-        '-',
-        '+',
-        'COUNT',
-        filter.offset + filter.limit,
-      )) as [string, string[]][];
-      return { messages: entries.slice(filter.offset).map(toLetter), total };
+      const total = await backend.redis.xlen(key);
+      let index = 0;
+      const entries = await readRange(backend, key, {
+        start: '-',
+        end: '+',
+        count: filter.limit,
+        budget,
+        keep: () => index++ >= filter.offset,
+      });
+      return { messages: entries.map(toLetter), total };
     }
-    const all = ((await backend.redis.xrange(`${base}dlq`, '-', '+')) as [string, string[]][])
-      .map(toLetter)
-      .filter((letter) => letter.consumerGroup === filter.group);
-    return { messages: all.slice(filter.offset, filter.offset + filter.limit), total: all.length };
+    const { group } = filter;
+    let matches = 0;
+    const entries = await readRange(backend, key, {
+      start: '-',
+      end: '+',
+      count: filter.limit,
+      budget,
+      scanToEnd: true,
+      keep: ([, list]) => {
+        if (decode(fieldsOf(list).g ?? '') !== group) return false;
+        matches += 1;
+        return matches > filter.offset;
+      },
+    });
+    return { messages: entries.map(toLetter), total: matches };
   }
 
   /** Pushes dead letters again under their transactionId (a fresh message id); returns how many. */

@@ -3,6 +3,7 @@ import type { BrokerContext } from '../context.js';
 import { invalidRequest, notFound } from '../errors.js';
 import type { QueueInfo, QueueStats } from '../storage.js';
 import { integer, isObject, LIMITS, list, name, optionalName } from '../validation.js';
+import { ReadBudget } from '../view-budget.js';
 import {
   groupedQueues,
   LIVE_STATS_HEADERS,
@@ -120,11 +121,14 @@ export function registerResourceRoutes(app: FastifyInstance, context: BrokerCont
         ? (await storage.catalog.list()).map((q) => q.name)
         : [name(query.queue, 'queue')];
     const messages = [];
+    // One budget for the whole view, whatever the number of queues (view-budget.ts).
+    const budget = new ReadBudget();
     for (const queue of queues) {
-      if (messages.length >= limit) break;
+      if (messages.length >= limit || budget.exhausted) break;
       const page = await storage.messages.list({
         queue,
         limit: limit - messages.length,
+        budget,
         ...(partition ? { partition } : {}),
       });
       messages.push(...page.map((message) => encryption.openView(message)));
@@ -174,17 +178,20 @@ export function registerResourceRoutes(app: FastifyInstance, context: BrokerCont
     let total = 0;
     const messages = [];
     let skip = offset;
+    // One budget for the whole view: past it, pages are short and totals count what was read.
+    const budget = new ReadBudget();
     for (const queue of queues) {
+      // The offset runs on across queues: a queue's letters (`total`) before it are skipped.
       const page = await storage.deadLetters.list({
         queue,
-        limit: limit + skip,
-        offset: 0,
+        limit: limit - messages.length,
+        offset: skip,
+        budget,
         ...(group ? { group } : {}),
       });
       total += page.total;
-      const rest = page.messages.slice(skip);
-      skip = Math.max(0, skip - page.messages.length);
-      messages.push(...rest.slice(0, limit - messages.length).map((letter) => encryption.openView(letter)));
+      skip = Math.max(0, skip - page.total);
+      messages.push(...page.messages.map((letter) => encryption.openView(letter)));
     }
     return { messages, total, limit, offset };
   });
