@@ -38,6 +38,16 @@ async function refusal(promise: Promise<unknown>): Promise<RedisUnavailableError
   return error;
 }
 
+/** A connection through a proxy that can hold its traffic, to a private server, ready. */
+async function behindProxy(commandTimeout: number): Promise<{ redis: Redis; proxy: StallProxy }> {
+  const server = await startServer();
+  const proxy = await StallProxy.start(server.port);
+  cleanups.push(() => proxy.close());
+  const redis = connectTo(proxy.url, commandTimeout);
+  await once(redis, 'ready');
+  return { redis, proxy };
+}
+
 async function startServer(port?: number): Promise<RedisServer> {
   const server = await RedisServer.start({ appendOnly: true, ...(port ? { port } : {}) });
   cleanups.push(() => server.destroy());
@@ -65,11 +75,7 @@ test('while the connection is lost a command is refused at once, and not applied
 
 for (const shape of ['alone', 'pipeline', 'multi'] as const) {
   test(`a command (${shape}) unanswered past its deadline is refused and not re-sent after a reconnect`, async () => {
-    const server = await startServer();
-    const proxy = await StallProxy.start(server.port);
-    cleanups.push(() => proxy.close());
-    const redis = connectTo(proxy.url, 300);
-    await once(redis, 'ready');
+    const { redis, proxy } = await behindProxy(300);
 
     proxy.hold();
     if (shape === 'alone') {
@@ -98,11 +104,7 @@ for (const shape of ['alone', 'pipeline', 'multi'] as const) {
 }
 
 test('an unanswered command still within its deadline is re-sent after a reconnect and answered', async () => {
-  const server = await startServer();
-  const proxy = await StallProxy.start(server.port);
-  cleanups.push(() => proxy.close());
-  const redis = connectTo(proxy.url, 60_000);
-  await once(redis, 'ready');
+  const { redis, proxy } = await behindProxy(60_000);
   proxy.hold();
   const pending = redis.incr('counter');
   await waitFor(() => redis.commandQueue.length > 0, { what: 'the command to be written' });
@@ -112,11 +114,7 @@ test('an unanswered command still within its deadline is re-sent after a reconne
 });
 
 test('a large command gets more time by its size: re-sent and answered where a small one is refused', async () => {
-  const server = await startServer();
-  const proxy = await StallProxy.start(server.port);
-  cleanups.push(() => proxy.close());
-  const redis = connectTo(proxy.url, 500);
-  await once(redis, 'ready');
+  const { redis, proxy } = await behindProxy(500);
   proxy.hold();
   // 64 MiB: 500 ms more per 8 MiB, so 4.5 s in all against the small command's 500 ms.
   const value = 'v'.repeat(64 * 1024 * 1024);
@@ -141,11 +139,7 @@ test('a large command gets more time by its size: re-sent and answered where a s
 });
 
 test("a large command's refusal names the time it had, its size allowance included", async () => {
-  const server = await startServer();
-  const proxy = await StallProxy.start(server.port);
-  cleanups.push(() => proxy.close());
-  const redis = connectTo(proxy.url, 200);
-  await once(redis, 'ready');
+  const { redis, proxy } = await behindProxy(200);
   proxy.hold();
   // 16 MiB of arguments (key and value): 200 ms more per 8 MiB, 600 ms in all.
   const refused = await refusal(redis.set('large', 'v'.repeat(16 * 1024 * 1024 - 'large'.length)));
@@ -157,11 +151,7 @@ test("a large command's refusal names the time it had, its size allowance includ
 });
 
 test('a command expecting a large reply (expectReply) gets the same allowance for it', async () => {
-  const server = await startServer();
-  const proxy = await StallProxy.start(server.port);
-  cleanups.push(() => proxy.close());
-  const redis = connectTo(proxy.url, 200);
-  await once(redis, 'ready');
+  const { redis, proxy } = await behindProxy(200);
   proxy.hold();
   // A script on a queue that may hold a 16 MiB record, with its arguments (the text and the key
   // count '0'): 200 ms more per 8 MiB, 600 ms in all.

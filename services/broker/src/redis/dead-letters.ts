@@ -48,18 +48,6 @@ export class RedisDeadLetters implements DeadLetterStore {
     };
     const key = `${base}dlq`;
     const budget = filter.budget ?? new ReadBudget();
-    if (filter.group === undefined) {
-      const total = await backend.redis.xlen(key);
-      let index = 0;
-      const entries = await readRange(backend, key, {
-        start: '-',
-        end: '+',
-        count: filter.limit,
-        budget,
-        keep: () => index++ >= filter.offset,
-      });
-      return { messages: entries.map(toLetter), total };
-    }
     const { group } = filter;
     let matches = 0;
     const entries = await readRange(backend, key, {
@@ -67,14 +55,16 @@ export class RedisDeadLetters implements DeadLetterStore {
       end: '+',
       count: filter.limit,
       budget,
-      scanToEnd: true,
+      // With a group, every letter is read, to count the group's.
+      scanToEnd: group !== undefined,
       keep: ([, list]) => {
-        if (decode(fieldsOf(list).g ?? '') !== group) return false;
+        if (group !== undefined && decode(fieldsOf(list).g ?? '') !== group) return false;
         matches += 1;
         return matches > filter.offset;
       },
     });
-    return { messages: entries.map(toLetter), total: matches };
+    const total = group === undefined ? await backend.redis.xlen(key) : matches;
+    return { messages: entries.map(toLetter), total };
   }
 
   /** Pushes dead letters again under their transactionId (a fresh message id); returns how many. */
