@@ -8,6 +8,12 @@
  * arrival order, at most BROKER_BODY_BUDGET_WAIT; then it is answered 503 with Retry-After, which
  * Queen's clients retry. A body larger than the whole budget goes when no other large body is in
  * flight. Smaller bodies are not counted: they are the common case, and cost little each.
+ *
+ * A pop's answer costs the same way (the script's reply, the records read from it, the body
+ * text): a pop on a queue that holds records of more than LARGE_BODY_BYTES (their sizes are
+ * noted as they are written, redis/record-sizes.ts) holds the budget for what its answer may
+ * take (popAnswerBytes) from before it pops until its answer is sent, and answers 503 when it
+ * found no room within its wait, nothing leased.
  */
 import type { Clock } from '@herald/redis';
 import type { FastifyInstance } from 'fastify';
@@ -15,6 +21,19 @@ import { busy } from './errors.js';
 
 /** Bodies up to this size are not counted (and never wait). */
 export const LARGE_BODY_BYTES = 1024 * 1024;
+
+/** Records one pop answers at most (bytes; the first message always goes): lua/pop-1.lua's POP_BYTES. */
+export const POP_BYTES = 16 * 1024 * 1024;
+
+/**
+ * The bytes a pop of `batch` messages may answer from a queue whose largest record is
+ * `largestRecord`: 0 where no record passes LARGE_BODY_BYTES; else `batch` of the largest, at
+ * most POP_BYTES unless one record is larger (it then comes alone).
+ */
+export function popAnswerBytes(largestRecord: number, batch: number): number {
+  if (largestRecord <= LARGE_BODY_BYTES) return 0;
+  return Math.min(Math.max(POP_BYTES, largestRecord), batch * largestRecord);
+}
 
 interface Waiter {
   readonly bytes: number;

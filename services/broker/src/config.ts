@@ -67,7 +67,7 @@ export const brokerSpec = {
   /**
    * Bytes of request bodies over 1 MiB one node reads at once (body-budget.ts; docs/security.md,
    * "Broker limits"): a body costs the node 7–8× its size while it is handled. One larger body
-   * goes alone. 0: no budget.
+   * goes alone. Pops of records over 1 MiB hold it for their answers. 0: no budget.
    */
   BROKER_BODY_BUDGET_BYTES: integer({ default: 32 * 1024 * 1024, min: 0, max: 2 ** 40 }),
   /** How long a body waits for room in that budget before its 503 (Retry-After). */

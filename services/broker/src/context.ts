@@ -1,5 +1,6 @@
 import type { Clock } from '@herald/redis';
 import type { FastifyBaseLogger } from 'fastify';
+import type { BodyBudget } from './body-budget.js';
 import type { PayloadEncryption } from './encryption.js';
 import type { LongPoll } from './long-poll.js';
 import type { BrokerMetrics } from './metrics.js';
@@ -24,4 +25,6 @@ export interface BrokerContext {
   readonly hubConfigured: boolean;
   /** BROKER_MAX_PAYLOAD_BYTES: the largest serialized payload one push item may carry. */
   readonly maxPayloadBytes: number;
+  /** The node's budget of large bodies in flight, pops' answers of large messages included (off: undefined). */
+  readonly bodyBudget: BodyBudget | undefined;
 }

@@ -66,8 +66,9 @@ export const maintenanceMode = () =>
   });
 
 /**
- * A large body that found no room in the node's budget of bodies in flight within its wait
- * (body-budget.ts): not read, nothing done; retry (Queen's clients retry a 5xx).
+ * A large body (or a pop's answer of large messages) that found no room in the node's budget of
+ * bodies in flight within its wait (body-budget.ts): not read or not popped, nothing done; retry
+ * (Queen's clients retry a 5xx).
  */
 export const busy = (budgetBytes: number, waitMs: number) =>
   new BrokerError(

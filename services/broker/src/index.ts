@@ -209,6 +209,13 @@ export async function startBroker(config: BrokerConfig, options: StartOptions = 
   const longPoll = new LongPoll(activeStorage.availability, clock, (parked) =>
     brokerMetrics.parkedLongPolls.set(parked),
   );
+  const bodyBudget =
+    config.BROKER_BODY_BUDGET_BYTES > 0
+      ? new BodyBudget(config.BROKER_BODY_BUDGET_BYTES, config.BROKER_BODY_BUDGET_WAIT, clock, (state) => {
+          brokerMetrics.bodyBytesInFlight.set(state.bytesInFlight);
+          brokerMetrics.bodiesWaiting.set(state.waiting);
+        })
+      : undefined;
   const context: BrokerContext = {
     storage: activeStorage,
     clock,
@@ -225,6 +232,7 @@ export async function startBroker(config: BrokerConfig, options: StartOptions = 
     defaultBatchSize: config.DEFAULT_BATCH_SIZE,
     defaultTimeout: config.DEFAULT_TIMEOUT,
     maxPayloadBytes: config.BROKER_MAX_PAYLOAD_BYTES,
+    bodyBudget,
   };
   // On every node: transactions across Cluster slots are applied and recovered through it too.
   const relay = new OutboxRelay({
@@ -264,17 +272,8 @@ export async function startBroker(config: BrokerConfig, options: StartOptions = 
     revocations: denyList,
   });
   // After authentication's hook: a request it refuses never waits for room.
-  if (config.BROKER_BODY_BUDGET_BYTES > 0) {
-    const budget = new BodyBudget(
-      config.BROKER_BODY_BUDGET_BYTES,
-      config.BROKER_BODY_BUDGET_WAIT,
-      clock,
-      (state) => {
-        brokerMetrics.bodyBytesInFlight.set(state.bytesInFlight);
-        brokerMetrics.bodiesWaiting.set(state.waiting);
-      },
-    );
-    installBodyBudget(app, budget, config.BROKER_BODY_LIMIT_BYTES, () =>
+  if (bodyBudget) {
+    installBodyBudget(app, bodyBudget, config.BROKER_BODY_LIMIT_BYTES, () =>
       brokerMetrics.bodyBudgetRefusals.inc(),
     );
   }

@@ -245,12 +245,12 @@ export function createBrokerMetrics(
     }),
     bodyBytesInFlight: new Gauge({
       name: 'herald_broker_body_bytes_in_flight',
-      help: 'Bytes of request bodies over 1 MiB this node is handling (BROKER_BODY_BUDGET_BYTES bounds it).',
+      help: 'Bytes of request bodies over 1 MiB and of pop answers of records over 1 MiB this node is handling (BROKER_BODY_BUDGET_BYTES bounds it).',
       registers,
     }),
     bodiesWaiting: new Gauge({
       name: 'herald_broker_bodies_waiting',
-      help: 'Request bodies over 1 MiB waiting, unread, for room in the body budget.',
+      help: 'Request bodies over 1 MiB (unread) and pops of records over 1 MiB waiting for room in the body budget.',
       registers,
     }),
     bodyBudgetRefusals: new Counter({

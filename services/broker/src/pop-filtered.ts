@@ -1,6 +1,6 @@
 import type { BrokerContext } from './context.js';
 import type { WakeReason } from './long-poll.js';
-import { type PopOptions, popOnce, popOptions } from './pop.js';
+import { type AnswerHold, type PopOptions, popOnce, popOptions } from './pop.js';
 import type { PopResult } from './storage.js';
 import { LIMITS, optionalString } from './validation.js';
 
@@ -88,6 +88,7 @@ export async function popFiltered(
   filter: PopFilter,
   options: PopOptions,
   signal: AbortSignal,
+  hold?: AnswerHold,
 ): Promise<PopResult | undefined> {
   const deadline = context.clock.now() + (options.wait ? options.timeout : 0);
   const { longPoll } = context;
@@ -105,6 +106,7 @@ export async function popFiltered(
         options.autoAck,
         signal,
         options.sub,
+        hold,
       );
       if (attempt.result || attempt.paused) return attempt.result;
       if (attempt.nextReadyAt > 0) {

@@ -1,4 +1,6 @@
+import { type BodyTicket, popAnswerBytes } from './body-budget.js';
 import type { BrokerContext } from './context.js';
+import { busy } from './errors.js';
 import { newId } from './identifiers.js';
 import { type PopRequest, type PopResult, QUEUE_MODE, type SubscriptionStart } from './storage.js';
 import { booleanParam, integer, LIMITS, name, timestamp } from './validation.js';
@@ -75,10 +77,20 @@ export interface PopAttempt {
 }
 
 /**
+ * Keeps what a pop's answer holds of the node's body budget until the answer is sent: the route
+ * releases it once its response closes (an attempt that delivers nothing releases at once).
+ */
+export type AnswerHold = (release: () => void) => void;
+
+const releaseNow: AnswerHold = (release) => release();
+
+/**
  * One pop without waiting: leases, then (client still there) acks when `autoAck`, and counts.
  * A pop whose client disconnected gives its leases back (docs/broker-api.md: it must not lease anything).
  * Under an in-flight limit, the pop first reserves slots for its batch (a smaller batch when
- * fewer are free, a 429 when none is) and settles them with what it leased.
+ * fewer are free, a 429 when none is) and settles them with what it leased. On a queue that holds
+ * large messages it first takes room in the body budget for its answer (body-budget.ts), and
+ * answers 503 when none came within the budget's wait, nothing leased.
  */
 export async function popOnce(
   context: BrokerContext,
@@ -86,10 +98,44 @@ export async function popOnce(
   autoAck: boolean,
   signal: AbortSignal,
   sub?: string,
+  hold: AnswerHold = releaseNow,
 ): Promise<PopAttempt> {
   const { storage } = context;
   if ((await storage.flags.get()).popMaintenanceMode)
     return { result: undefined, nextReadyAt: 0, paused: true };
+  const room = await answerRoom(context, request);
+  let attempt: PopAttempt | undefined;
+  try {
+    attempt = await leaseAndCount(context, request, autoAck, signal, sub);
+    return attempt;
+  } finally {
+    if (room) {
+      if (attempt?.result) hold(room.release);
+      else room.release();
+    }
+  }
+}
+
+/** Room in the body budget for a pop's answer of large messages; undefined where none is needed. */
+async function answerRoom(context: BrokerContext, request: PopRequest): Promise<BodyTicket | undefined> {
+  const { bodyBudget } = context;
+  if (!bodyBudget) return undefined;
+  const bytes = popAnswerBytes(context.storage.queues.largestRecord(request.queue), request.batch);
+  if (bytes === 0) return undefined;
+  const ticket = bodyBudget.request(bytes);
+  if (await ticket.admitted) return ticket;
+  context.metrics.bodyBudgetRefusals.inc();
+  throw busy(bodyBudget.bytes, bodyBudget.waitMs);
+}
+
+async function leaseAndCount(
+  context: BrokerContext,
+  request: PopRequest,
+  autoAck: boolean,
+  signal: AbortSignal,
+  sub: string | undefined,
+): Promise<PopAttempt> {
+  const { storage } = context;
   const leased = { ...request, leaseId: newId() };
   const reservation = await context.limits.reserve(sub, leased);
   if (reservation) leased.batch = reservation.granted;
@@ -159,6 +205,7 @@ export async function pop(
   context: BrokerContext,
   options: PopOptions,
   signal: AbortSignal,
+  hold: AnswerHold = releaseNow,
 ): Promise<PopResult | undefined> {
   const deadline = context.clock.now() + (options.wait ? options.timeout : 0);
   const { longPoll } = context;
@@ -175,7 +222,7 @@ export async function pop(
       passOn();
       return undefined;
     }
-    const attempt = await popOnce(context, options.request, options.autoAck, signal, options.sub);
+    const attempt = await popOnce(context, options.request, options.autoAck, signal, options.sub, hold);
     if (attempt.result || attempt.paused) return attempt.result;
     // Nothing for this pop, yet work is ready now (on a partition it does not wait for, say).
     if (attempt.nextReadyAt > 0 && attempt.nextReadyAt <= context.clock.now()) passOn();

@@ -313,6 +313,11 @@ export interface QueueStore {
   pop(request: PopRequest): Promise<PopResult>;
   /** Gives a pop's leases back without counting an attempt (its client went away). */
   release(result: PopResult, group: string): Promise<void>;
+  /**
+   * The largest message record the queue may hold (bytes): an upper bound, known for records
+   * of 1 MiB or more (redis/record-sizes.ts); 0 when none is known.
+   */
+  largestRecord(queue: string): number;
   ack(acks: AckInput[]): Promise<AckResult[]>;
   /** Pushes and acks, all applied or none. */
   transaction(operations: TransactionOperation[]): Promise<TransactionOutcome>;

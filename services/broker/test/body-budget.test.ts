@@ -10,7 +10,7 @@ import { connect, type Socket } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { KeyClock } from '@herald/redis';
 import { waitFor } from '@herald/testkit';
-import { BodyBudget, LARGE_BODY_BYTES, largeBodyBytes } from '../src/body-budget.js';
+import { BodyBudget, LARGE_BODY_BYTES, largeBodyBytes, popAnswerBytes } from '../src/body-budget.js';
 import type { Broker } from '../src/index.js';
 import { type BrokerClient, client, queueName, startTestBroker } from './helpers.js';
 
@@ -92,6 +92,15 @@ describe('BodyBudget', () => {
     assert.deepEqual([goneState.value, next.value, budget.waiting], [false, true, 0]);
     holder.release();
     assert.equal(budget.bytesInFlight, 1 * MIB);
+  });
+
+  test("what a pop's answer holds: its batch of the queue's largest record, at most a pop's 16 MiB unless one is larger", () => {
+    assert.equal(popAnswerBytes(0, 100), 0, 'no large record known');
+    assert.equal(popAnswerBytes(LARGE_BODY_BYTES, 100), 0);
+    assert.equal(popAnswerBytes(2 * MIB, 1), 2 * MIB);
+    assert.equal(popAnswerBytes(2 * MIB, 5), 10 * MIB);
+    assert.equal(popAnswerBytes(2 * MIB, 100), 16 * MIB);
+    assert.equal(popAnswerBytes(64 * MIB, 100), 64 * MIB, 'a larger record comes alone');
   });
 
   test('what a request holds: by Content-Length, over 1 MiB, within the body limit', () => {
@@ -221,5 +230,36 @@ describe('the body budget on the push route (memory)', () => {
       ),
       ['first'],
     );
+  });
+
+  test("a pop of large messages waits for its answer's room; past its wait, 503 and nothing leased", async () => {
+    const queue = queueName('budget-pop');
+    assert.equal(
+      (await api.push([{ queue, transactionId: 'large', payload: { blob: 'y'.repeat(2 * MIB) } }])).status,
+      201,
+    );
+    await waitForMetric('herald_broker_body_bytes_in_flight', 0);
+    // A held push takes 2 MiB of the 3 MiB budget; the pop's answer, one record of 2 MiB, does not fit.
+    const holder = new HeldPush(port, queueName('budget-holder'), 2 * MIB, 'holder');
+    await waitForMetric('herald_broker_body_bytes_in_flight', holder.bytes);
+    const refusalsBefore = await metric(broker.url, 'herald_broker_body_budget_refusals_total');
+    const refused = api.pop(queue, 'batch=1&wait=false');
+    await waitForMetric('herald_broker_bodies_waiting', 1);
+    await clock.advance(5000);
+    assert.equal((await refused).status, 503);
+    assert.equal(await metric(broker.url, 'herald_broker_body_budget_refusals_total'), refusalsBefore + 1);
+    const waiting = api.pop(queue, 'batch=1&wait=false');
+    await waitForMetric('herald_broker_bodies_waiting', 1);
+    assert.match(await holder.finish(), /^HTTP\/1\.1 201 /);
+    const popped = await waiting;
+    assert.equal(popped.status, 200);
+    assert.deepEqual(
+      (popped.body as { messages: { transactionId: string; retryCount: number }[] }).messages.map(
+        (message) => [message.transactionId, message.retryCount],
+      ),
+      [['large', 0]],
+      'the refused pop leased nothing',
+    );
+    await waitForMetric('herald_broker_body_bytes_in_flight', 0);
   });
 });

@@ -169,6 +169,10 @@ export class RedisQueueStore implements QueueStore {
     return { partitions, nextReadyAt: Number(reply[0]) };
   }
 
+  largestRecord(queue: string): number {
+    return this.backend.recordSizes.largest([this.backend.base(queue)]);
+  }
+
   /** Gives a pop's leases back without counting an attempt (its client went away). */
   async release(result: PopResult, group: string): Promise<void> {
     const { backend } = this;

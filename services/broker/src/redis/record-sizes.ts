@@ -67,7 +67,8 @@ export class RecordSizes {
     return this.marks.size === 0 ? 0 : this.largest(keys);
   }
 
-  private largest(keys: readonly string[]): number {
+  /** The largest mark of the keys' slot tags, from this node's copy (0: none known). */
+  largest(keys: readonly string[]): number {
     let largest = 0;
     for (const key of keys) largest = Math.max(largest, this.marks.get(this.slotTag(key)) ?? 0);
     return largest;

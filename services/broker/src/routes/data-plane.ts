@@ -5,7 +5,7 @@ import { invalidRequest } from '../errors.js';
 import { extendLease, parseExtendBody } from '../extend-lease.js';
 import { namespaceAndTask } from '../identifiers.js';
 import { TEMPLATE_VARIABLES, unknownTemplateVariables } from '../outbox.js';
-import { parsePopQuery, pop, popResponseBody } from '../pop.js';
+import { type AnswerHold, parsePopQuery, pop, popResponseBody } from '../pop.js';
 import { parseFilteredPopQuery, popFiltered } from '../pop-filtered.js';
 import { parsePushBody, push } from '../push.js';
 import { type BridgeEvents, DEFAULT_QUEUE_OPTIONS, type PopResult, type QueueOptions } from '../storage.js';
@@ -64,15 +64,20 @@ function parseBridgeTopic(value: unknown, hubConfigured: boolean): string {
 async function answerPop(
   reply: FastifyReply,
   group: string,
-  run: (signal: AbortSignal) => Promise<PopResult | undefined>,
+  run: (signal: AbortSignal, hold: AnswerHold) => Promise<PopResult | undefined>,
 ): Promise<FastifyReply> {
   const aborted = new AbortController();
   const onClose = () => {
     if (!reply.raw.writableFinished) aborted.abort();
   };
+  // The answer's room in the body budget goes back once the response is sent (or its client gone).
+  const hold: AnswerHold = (release) => {
+    if (reply.raw.closed) release();
+    else reply.raw.once('close', release);
+  };
   reply.raw.on('close', onClose);
   try {
-    const result = await run(aborted.signal);
+    const result = await run(aborted.signal, hold);
     if (!result) return reply.code(204).send();
     return sendJsonText(reply, 200, popResponseBody(result, group));
   } finally {
@@ -137,14 +142,14 @@ export function registerDataPlaneRoutes(app: FastifyInstance, context: BrokerCon
       ),
       sub: request.identity?.sub,
     };
-    return answerPop(reply, options.request.group, (signal) => pop(context, options, signal));
+    return answerPop(reply, options.request.group, (signal, hold) => pop(context, options, signal, hold));
   };
   app.get('/api/v1/pop/queue/:queue', HOT_READ_WRITE, popHandler);
   // Queen's pop by namespace/task: read-write like every pop (docs/broker-api.md route table).
   app.get('/api/v1/pop', HOT_READ_WRITE, async (request, reply) => {
     const { filter, options } = parseFilteredPopQuery(context, request.query as Record<string, unknown>);
-    return answerPop(reply, options.request.group, (signal) =>
-      popFiltered(context, filter, { ...options, sub: request.identity?.sub }, signal),
+    return answerPop(reply, options.request.group, (signal, hold) =>
+      popFiltered(context, filter, { ...options, sub: request.identity?.sub }, signal, hold),
     );
   });
   app.get('/api/v1/pop/queue/:queue/partition/:partition', HOT_READ_WRITE, popHandler);
