@@ -1,5 +1,5 @@
 import { HeraldError } from '@herald/errors';
-import { Cluster, type Redis } from 'ioredis';
+import { Cluster, Command as IoredisCommand, type Redis } from 'ioredis';
 import type { RedisClient } from './client.js';
 
 type Command = Parameters<Redis['sendCommand']>[0];
@@ -139,8 +139,19 @@ const expectedReplies = new WeakMap<Command, number>();
  * in Redis may span that much: a script on a queue holding large messages). Call it before the
  * command is sent.
  */
-export function expectReply(command: Command, bytes: number): void {
+function expectReply(command: Command, bytes: number): void {
   if (bytes > 0) expectedReplies.set(command, bytes);
+}
+
+/** A command (its reply as text) whose deadline allows for `replyBytes` more (expectReply). */
+export function commandExpecting(
+  name: string,
+  args: readonly (string | number | Buffer)[],
+  replyBytes: number,
+): Command {
+  const command = new IoredisCommand(name, args as (string | number | Buffer)[], { replyEncoding: 'utf8' });
+  expectReply(command, replyBytes);
+  return command;
 }
 
 function allowanceMs(command: Command, timeoutMs: number): number {

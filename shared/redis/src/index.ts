@@ -5,7 +5,7 @@ export { CLOSE_STEP_MS, closeRedis, settleWithin } from './close.js';
 export { createRedis, parseRedisOptions, type RedisOptions } from './connection.js';
 export {
   applyDeadlines,
-  expectReply,
+  commandExpecting,
   RedisUnavailableError,
   type RedisUnavailableReason,
 } from './deadline.js';

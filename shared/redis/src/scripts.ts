@@ -2,9 +2,9 @@ import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { type ChainableCommander, Command } from 'ioredis';
+import type { ChainableCommander, Command } from 'ioredis';
 import type { RedisClient } from './client.js';
-import { expectReply } from './deadline.js';
+import { commandExpecting } from './deadline.js';
 
 /** A Lua script from a file named `<name>-<numberOfKeys>.lua` (bullmq's convention). */
 export interface LuaScript {
@@ -173,9 +173,7 @@ export function scriptCommand(
 ): Command {
   // One array, not spread arguments: a script call can carry 100k+ arguments (a 10,000-item
   // transaction), past what a function call's stack holds.
-  const command = new Command(kind, [body, keys.length, ...keys, ...args], { replyEncoding: 'utf8' });
-  expectReply(command, replyBytes);
-  return command;
+  return commandExpecting(kind, [body, keys.length, ...keys, ...args], replyBytes);
 }
 
 /** Queues a script on a pipeline by SHA; callers retry the pipeline with `runScript` on NOSCRIPT. */

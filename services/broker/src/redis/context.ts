@@ -2,9 +2,9 @@ import type { Histogram } from '@herald/metrics';
 import {
   type Clock,
   closeRedis,
+  commandExpecting,
   createRedis,
   describeTopology,
-  expectReply,
   instrumentRedis,
   type LuaScript,
   OutageLog,
@@ -16,7 +16,6 @@ import {
   type ScriptSet,
   scriptNamed,
 } from '@herald/redis';
-import { Command } from 'ioredis';
 import { namespaceAndTask } from '../identifiers.js';
 import { Notifications } from './notifications.js';
 import { RedisOutbox } from './outbox.js';
@@ -250,9 +249,7 @@ export class RedisBackend {
    */
   async read<T>(key: string, command: string, args: (string | number)[]): Promise<T> {
     const replyBytes = await this.recordSizes.allowance([key], 0);
-    const sent = new Command(command, [key, ...args], { replyEncoding: 'utf8' });
-    expectReply(sent, replyBytes);
-    return (await this.redis.sendCommand(sent)) as T;
+    return (await this.redis.sendCommand(commandExpecting(command, [key, ...args], replyBytes))) as T;
   }
 
   private send<T>(

@@ -55,7 +55,7 @@ export async function readRange(
   const { end, count, reverse = false, budget, keep = () => true, scanToEnd = false } = options;
   const scan = options.scan ?? Number.POSITIVE_INFINITY;
   const kept: StreamEntry[] = [];
-  const large = (await backend.recordSizes.allowance([key], 0)) >= LARGE_RECORD_BYTES;
+  const large = backend.recordSizes.largest([key]) >= LARGE_RECORD_BYTES;
   let start = options.start;
   let seenBytes = 0;
   let seen = 0;

@@ -18,7 +18,7 @@ const RETRY_MS = 1000;
  * pop of one 240 MiB message takes Redis ~1.5 s, past the 1 s default, and a deadline that
  * refuses it every time leaves a message that was accepted and can never be delivered. The
  * deadline gives a command `timeoutMs` more per 8 MiB of its arguments; a script on a queue gets
- * the same for the largest record noted for the queue's slot tag (`@herald/redis` `expectReply`).
+ * the same for the largest record noted for the queue's slot tag (`@herald/redis` `commandExpecting`).
  *
  * - A node notes a record of LARGE_RECORD_BYTES or more before it writes it: `ZADD GT` on one
  *   global sorted set (member: the keys' slot tag, score: bytes; resend-safe, it only raises),
