@@ -150,7 +150,7 @@ test("a large command's refusal names the time it had, its size allowance includ
   proxy.releaseAndCut();
 });
 
-test('a command expecting a large reply (expectReply) gets the same allowance for it', async () => {
+test('a command expecting a large reply gets the same allowance for it', async () => {
   const { redis, proxy } = await behindProxy(200);
   proxy.hold();
   // A script on a queue that may hold a 16 MiB record, with its arguments (the text and the key
