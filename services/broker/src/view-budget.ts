@@ -5,9 +5,9 @@
  */
 
 /** Bytes of entries a view keeps (the first entry always comes). */
-export const VIEW_BYTES = 32 * 1024 * 1024;
+const VIEW_BYTES = 32 * 1024 * 1024;
 /** Bytes of entries a view reads in all, kept or not (what Redis sends it). */
-export const VIEW_READ_BYTES = 256 * 1024 * 1024;
+const VIEW_READ_BYTES = 256 * 1024 * 1024;
 
 /** What a view may still keep and read: shared by its reads, so that together they stay within it. */
 export class ReadBudget {

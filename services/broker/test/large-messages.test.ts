@@ -10,6 +10,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { RedisMonitor, stopTestRedis, testRedisUrl, uniquePrefix } from '@herald/testkit';
 import { Redis } from 'ioredis';
+import { POP_BYTES } from '../src/body-budget.js';
 import { loadBrokerScripts } from '../src/scripts.js';
 import { QUEUE_MODE } from '../src/storage.js';
 import {
@@ -24,8 +25,6 @@ import {
 after(() => stopTestRedis());
 
 const MIB = 1024 * 1024;
-/** The pop script's POP_BYTES. */
-const POP_BYTES = 16 * MIB;
 
 interface Popped {
   transactionId: string;

@@ -11,7 +11,7 @@ import type { ReadBudget } from '../view-budget.js';
 import type { RedisBackend } from './context.js';
 import { LARGE_RECORD_BYTES } from './record-sizes.js';
 
-export type StreamEntry = [id: string, fields: string[]];
+type StreamEntry = [id: string, fields: string[]];
 
 /** Entries one read asks for at most. */
 const READ_ENTRIES = 1000;
@@ -21,7 +21,7 @@ const READ_BYTES = 1024 * 1024;
 const FIRST_READ_ENTRIES = 16;
 
 /** The bytes an entry takes in a reply, about: its id and its fields. */
-export function entryBytes([id, fields]: StreamEntry): number {
+function entryBytes([id, fields]: StreamEntry): number {
   let bytes = id.length;
   for (const field of fields) bytes += field.length;
   return bytes;
