@@ -114,6 +114,8 @@ export class ReplyLossProxy {
    * Swallows the reply to the next request matching `predicate` and drops that connection.
    * Resolves with the request once its reply was lost (Redis has applied it by then). An error
    * reply (e.g. NOSCRIPT) is forwarded and the trap stays armed: only a request that ran counts.
+   * So does a request whose connection closed before its reply came (another trap swallowed an
+   * earlier reply on it, or Redis went away): it waits for the next match, such as the resend.
    */
   loseNextReply(predicate: RequestPredicate): Promise<RedisRequest> {
     return new Promise((resolve) => this.traps.push({ predicate, resolve }));
@@ -140,6 +142,10 @@ export class ReplyLossProxy {
     let replyBuffer = Buffer.alloc(0);
     let passthrough = false;
     const close = () => {
+      // A trapped request whose reply never came (the connection closed first: another trap's
+      // loss, a killed Redis or node) has lost nothing: its trap is armed again for the resend.
+      const unfired = pending.splice(0).flatMap((entry) => (entry.trap ? [entry.trap] : []));
+      this.traps.unshift(...unfired);
       client.destroy();
       upstream.destroy();
       this.sockets.delete(client);

@@ -82,3 +82,25 @@ test('a subscribing connection becomes a plain pipe', async () => {
     publisher.disconnect();
   }
 });
+
+test('a trapped request cut off by an earlier lost reply keeps its trap for the resend', async () => {
+  const redis = client();
+  try {
+    await redis.mset('d', '4', 'e', '5', 'f', '6');
+    const lostBefore = proxy.lost;
+    const fired: string[] = [];
+    const first = proxy.loseNextReply((request) => request[0] === 'get' && request[1] === 'd');
+    const second = proxy.loseNextReply((request) => request[0] === 'get' && request[1] === 'f');
+    void first.then(() => fired.push('d'));
+    void second.then(() => fired.push('f'));
+    // One chunk: losing d's reply drops the connection before f's reply is read.
+    const replies = await Promise.all([redis.get('d'), redis.get('e'), redis.get('f')]);
+    assert.deepEqual(replies, ['4', '5', '6']);
+    // f's trap swallowed the resent GET f, so both fired before the last resend answered.
+    assert.deepEqual(fired, ['d', 'f']);
+    assert.equal(proxy.lost, lostBefore + 2);
+    assert.equal(proxy.seen.filter((r) => r[0] === 'get' && r[1] === 'f').length, 3);
+  } finally {
+    redis.disconnect();
+  }
+});
