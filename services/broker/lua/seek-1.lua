@@ -7,9 +7,13 @@
   ARGV[2]   partition: the partition (URI-encoded), '' for every partition
   ARGV[3]   target: 'end' or a position ('<ms-1>-<max>' = from that time on)
   Returns the number of partitions moved.
+  The group's pending count: a seek of every partition sets it to what is left after the new
+  positions (the old backlog need not be counted); a seek of one partition moves it by (backlog
+  after) - (backlog before) there. Counting reads the stream on the nearer side of the position
+  only, and nothing for a seek to the end or to before every message (count_after).
   Resend-safe: naturally; a second run sets the same positions again (for 'end': the end, which
   includes only messages pushed in between) and clears the same state; the group's pending count
-  moves by (backlog after) - (backlog before), 0 the second time; the trim schedule (ZADD LT now)
+  is set to the same count again, or moves by 0 the second time; the trim schedule (ZADD LT now)
   is already due.
 ]]
 --@include ckey
@@ -36,6 +40,9 @@ if only ~= '' then
 else
   parts = redis.call('HKEYS', base .. 'parts')
 end
+-- The group's backlog (maxSize) after the move: every partition's is counted anew; one
+-- partition's changes the count by what the move skips or replays there.
+local left = 0
 for _, p in ipairs(parts) do
   local pos = target
   if target == 'end' then
@@ -44,16 +51,22 @@ for _, p in ipairs(parts) do
   end
   local lease = redis.call('HGET', ckey(base, p, g), 'lease')
   if lease then release_lease(base, p, g, lease) end
-  -- The group's backlog (maxSize) changes by what the move skips or replays here.
-  local before = unresolved_in(base, p, g)
+  local before = 0
+  if only ~= '' then before = unresolved_in(base, p, g) end
   redis.call('DEL', ckey(base, p, g), base .. 'a:' .. p .. ':' .. g, base .. 'rc:' .. p .. ':' .. g)
   redis.call('HSET', ckey(base, p, g), 'pos', pos)
   -- The entry stats-1.lua kept as next after this position may be gone since (retention).
   redis.call('HDEL', base .. 'heads', p .. '\n' .. g)
-  redis.call('HINCRBY', base .. 'stats', 'pending:' .. g, count_after(base, p, pos) - before)
+  if target ~= 'end' then left = left + count_after(base, p, pos) end
+  left = left - before
   reschedule(base, p, g, now)
   -- What the move resolved or reopened may be due for retention now (ttl, maxWaitTimeSeconds,
   -- completedRetentionSeconds): retention looks again.
   schedule_trim(base, p, now)
+end
+if only ~= '' then
+  redis.call('HINCRBY', base .. 'stats', 'pending:' .. g, left)
+else
+  redis.call('HSET', base .. 'stats', 'pending:' .. g, left)
 end
 return #parts

@@ -3,7 +3,8 @@
  * docs/broker-storage.md "Storage (Redis)") equal, after every operation of a seeded random run, the
  * count read from the streams themselves: entries after the group's position that are not in
  * its resolved set. The run mixes pushes, pops, acks (completed, failed, dlq, out of order),
- * seeks both ways, message deletions, DLQ requeues and evictions.
+ * seeks (of the queue or of one partition; to the end, to before every message or to a time
+ * among them), message deletions, DLQ requeues and evictions.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
@@ -69,9 +70,20 @@ describe('backlog counters (redis)', () => {
     }
 
     let pushed = 0;
+    const started = clock.now();
     const trail: string[] = [];
     /** What the run really did (each kind must happen, or the property says little). */
-    const done = { completed: 0, failed: 0, dlq: 0, seeks: 0, deleted: 0, requeued: 0, evicted: 0 };
+    const done = {
+      completed: 0,
+      failed: 0,
+      dlq: 0,
+      seeks: 0,
+      partitionSeeks: 0,
+      middleSeeks: 0,
+      deleted: 0,
+      requeued: 0,
+      evicted: 0,
+    };
     for (let step = 0; step < STEPS; step++) {
       const roll = random();
       if (roll < 0.35) {
@@ -83,6 +95,8 @@ describe('backlog counters (redis)', () => {
         }));
         assert.equal((await api.push(items)).status, 201);
         trail.push(`push ${items.length}`);
+        // Messages at different times, for seeks to a time between them.
+        await clock.advance(1 + Math.floor(random() * 50));
       } else if (roll < 0.75) {
         const group = pick(GROUPS);
         const groupQuery = group === '__QUEUE_MODE__' ? '' : `&consumerGroup=${group}`;
@@ -104,14 +118,27 @@ describe('backlog counters (redis)', () => {
         trail.push(`pop ${group} ${messages.length}`);
       } else if (roll < 0.83) {
         const group = pick(GROUPS.slice(1));
-        const body = random() < 0.5 ? { timestamp: 0 } : { toEnd: true };
+        // Before every message, to the end, or to a time among them (a position in the middle).
+        const kind = random();
+        const body =
+          kind < 0.3
+            ? { timestamp: 0 }
+            : kind < 0.6
+              ? { toEnd: true }
+              : { timestamp: Math.round(started + random() * (clock.now() - started)) };
+        const partition = random() < 0.4 ? pick(PARTITIONS) : undefined;
+        const at = partition === undefined ? '' : `/partitions/${partition}`;
         const reply = await api.call(
           'POST',
-          `/api/v1/consumer-groups/${group}/queues/${encodeURIComponent(queue)}/seek`,
+          `/api/v1/consumer-groups/${group}/queues/${encodeURIComponent(queue)}${at}/seek`,
           body,
         );
-        if (reply.status === 200) done.seeks++;
-        trail.push(`seek ${group} ${JSON.stringify(body)}`);
+        if (reply.status === 200) {
+          done.seeks++;
+          if (partition !== undefined) done.partitionSeeks++;
+          if (kind >= 0.6) done.middleSeeks++;
+        }
+        trail.push(`seek ${group}${at} ${JSON.stringify(body)}`);
       } else if (roll < 0.9) {
         const listed = await api.call('GET', `/api/v1/messages?queue=${encodeURIComponent(queue)}&limit=50`);
         const messages = (listed.body?.messages ?? []) as any[];

@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { after, before } from 'node:test';
 import { parseEnv } from '@herald/config';
 import { createRedis, KeyClock, type RedisClient, redisTopologyFrom } from '@herald/redis';
-import { REDIS_TOPOLOGY_VARIABLES, testRedisEnvironment, uniquePrefix } from '@herald/testkit';
+import { REDIS_TOPOLOGY_VARIABLES, RedisMonitor, testRedisEnvironment, uniquePrefix } from '@herald/testkit';
+import { Redis } from 'ioredis';
 import { brokerSpec } from '../src/config.js';
 import { namespaceAndTask } from '../src/identifiers.js';
 import { type Broker, startBroker } from '../src/index.js';
@@ -197,4 +198,38 @@ export function queueName(label = 'q'): string {
 export function queueFamily(label = 'f'): (role: string) => string {
   const namespace = queueName(label).replaceAll('.', '-');
   return (role) => `${namespace}.${role}`;
+}
+
+/**
+ * The commands the Redis at `url` ran on `queue`'s keys during `action` (MONITOR), each as its
+ * name, the key's suffix after the queue's base (`s:p`, `dlq`) and its other arguments.
+ */
+export async function commandsDuring(
+  url: string,
+  queue: string,
+  action: () => Promise<void>,
+): Promise<string[][]> {
+  const tag = `{${encodeURIComponent(queue)}}:`;
+  const marker = `${tag}done`;
+  const commands: string[][] = [];
+  let seen: (() => void) | undefined;
+  const done = new Promise<void>((resolve) => {
+    seen = resolve;
+  });
+  const monitor = await RedisMonitor.start(url, (args) => {
+    if (args[0] === 'echo' && args[1] === marker) seen?.();
+    else if (args[1]?.includes(tag))
+      commands.push([args[0] as string, args[1].slice(args[1].indexOf(tag) + tag.length), ...args.slice(2)]);
+  });
+  try {
+    await action();
+    // MONITOR shows every command Redis ran before this one.
+    const redis = new Redis(url);
+    await redis.echo(marker);
+    await done;
+    redis.disconnect();
+  } finally {
+    monitor.stop();
+  }
+  return commands;
 }

@@ -8,7 +8,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { RedisMonitor, stopTestRedis, testRedisUrl, uniquePrefix } from '@herald/testkit';
+import { stopTestRedis, testRedisUrl, uniquePrefix } from '@herald/testkit';
 import { Redis } from 'ioredis';
 import { POP_BYTES } from '../src/body-budget.js';
 import { loadBrokerScripts } from '../src/scripts.js';
@@ -18,6 +18,7 @@ import {
   type BrokerClient,
   brokerSuite,
   clockedBrokerSuite,
+  commandsDuring,
   completeAll,
   queueName,
 } from './helpers.js';
@@ -124,40 +125,9 @@ describe('the scripts read large entries a few at a time (redis)', () => {
     count: number;
   }
 
-  /** The commands Redis ran on the queue's keys during `action` (MONITOR), with their arguments. */
-  async function commandsDuring(queue: string, action: () => Promise<void>): Promise<string[][]> {
-    const tag = `{${encodeURIComponent(queue)}}:`;
-    const marker = `${tag}done`;
-    const commands: string[][] = [];
-    let seen: (() => void) | undefined;
-    const done = new Promise<void>((resolve) => {
-      seen = resolve;
-    });
-    const monitor = await RedisMonitor.start(url, (args) => {
-      if (args[0] === 'echo' && args[1] === marker) seen?.();
-      else if (args[1]?.includes(tag))
-        commands.push([
-          args[0] as string,
-          args[1].slice(args[1].indexOf(tag) + tag.length),
-          ...args.slice(2),
-        ]);
-    });
-    try {
-      await action();
-      // MONITOR shows every command Redis ran before this one.
-      const redis = new Redis(url);
-      await redis.echo(marker);
-      await done;
-      redis.disconnect();
-    } finally {
-      monitor.stop();
-    }
-    return commands;
-  }
-
   /** Each XRANGE and XREVRANGE of more than one id the scripts ran on the queue's keys during `action`. */
   async function readsDuring(queue: string, action: () => Promise<void>): Promise<Read[]> {
-    return readsOf(await commandsDuring(queue, action));
+    return readsOf(await commandsDuring(url, queue, action));
   }
 
   function readsOf(commands: readonly string[][]): Read[] {
@@ -434,7 +404,7 @@ describe('the scripts read large entries a few at a time (redis)', () => {
     await drain(suite.api, queue, 40);
     await suite.clock.advance(1001);
     let deleted = 0;
-    const commands = await commandsDuring(queue, async () => {
+    const commands = await commandsDuring(url, queue, async () => {
       deleted = await suite.broker.storage.housekeeping.applyRetention();
     });
     const trims = commands.filter(([command, key]) => command === 'XTRIM' && key === 's:p').length;
@@ -537,7 +507,7 @@ describe('the scripts read large entries a few at a time (redis)', () => {
       Array.from({ length: 40 }, () => MIB),
     );
     let listed: number[] = [];
-    const commands = await commandsDuring(queue, async () => {
+    const commands = await commandsDuring(url, queue, async () => {
       const views = await suite.broker.storage.messages.list({ queue, limit: 1000 });
       listed = views.map((view) => (view.data as { n: number }).n);
     });
@@ -555,7 +525,7 @@ describe('the scripts read large entries a few at a time (redis)', () => {
     const queue = await suite.queue('status-budget');
     await deadLettered(queue);
     let rows: string[] = [];
-    const commands = await commandsDuring(queue, async () => {
+    const commands = await commandsDuring(url, queue, async () => {
       const states = await suite.broker.storage.messages.states({ queue, limit: 1000, offset: 0 });
       rows = states.map((state) => state.status);
     });
