@@ -14,10 +14,9 @@
  * The order of the two alternates round by round. Prints the median of ROUNDS rounds.
  * Run on a quiet machine: node --import tsx test/bench/broker-large.bench.ts [revision, default main]
  */
-import { loadavg } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { BrokerStorage } from '@herald/broker';
-import { luaRevisionBench } from './lua-revision.js';
+import { compareSteps, luaRevisionBench, type RevisionVariant } from './lua-revision.js';
 
 const ROUNDS = 3;
 const MESSAGES = 64;
@@ -37,14 +36,6 @@ const STEPS = [
   `retention, ${WAITING} leased a second later`,
 ] as const;
 type Step = (typeof STEPS)[number];
-const variants: { label: string; storage: BrokerStorage; times: Record<Step, number[]> }[] = [
-  revision,
-  'current',
-].map((label) => ({
-  label,
-  storage: bench.storage(label === 'current' ? 'current' : 'revision'),
-  times: Object.fromEntries(STEPS.map((step) => [step, []])) as unknown as Record<Step, number[]>,
-}));
 
 /** The scripts' time in Redis (ms) during `call`. */
 async function scriptTime(times: number[], call: () => Promise<unknown>): Promise<void> {
@@ -74,7 +65,7 @@ const acksOf = (leased: NonNullable<Awaited<ReturnType<typeof pop>>>) =>
     error: null,
   }));
 
-async function round(variant: (typeof variants)[number], index: number): Promise<void> {
+async function round(variant: RevisionVariant<Step>, index: number): Promise<void> {
   const { storage, times } = variant;
   const queue = `large-${variant.label}-${index}`.replace(/[^\w-]/g, '-');
   await storage.catalog.configure(
@@ -173,23 +164,11 @@ async function round(variant: (typeof variants)[number], index: number): Promise
   await storage.catalog.delete(waiting);
 }
 
-const load = loadavg()
-  .map((value) => value.toFixed(2))
-  .join(' ');
-for (let index = 0; index < ROUNDS; index++) {
-  for (const variant of index % 2 === 0 ? variants : [...variants].reverse()) await round(variant, index);
-}
-
-const median = (values: number[]) =>
-  [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] as number;
-const [baseline, current] = variants as [(typeof variants)[number], (typeof variants)[number]];
-console.log(`load average at the start: ${load}; ${MESSAGES} messages of 1 MiB, median of ${ROUNDS} rounds`);
-console.log(`| step | scripts in Redis, ${revision} ms | current ms | current/${revision} |`);
-console.log('|---|---|---|---|');
-for (const step of STEPS) {
-  const before = median(baseline.times[step]);
-  const after = median(current.times[step]);
-  console.log(`| ${step} | ${before.toFixed(1)} | ${after.toFixed(1)} | ${(after / before).toFixed(3)}x |`);
-}
-
+await compareSteps(
+  bench,
+  revision,
+  STEPS,
+  { rounds: ROUNDS, about: `${MESSAGES} messages of 1 MiB`, column: 'step (scripts)' },
+  round,
+);
 await bench.close();

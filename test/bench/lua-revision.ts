@@ -6,7 +6,7 @@
  */
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { type BrokerStorage, RedisStorage } from '@herald/broker';
@@ -65,4 +65,49 @@ export async function luaRevisionBench(
       rmSync(baselineDirectory, { recursive: true, force: true });
     },
   };
+}
+
+/** One side of a step-by-step comparison: a storage and each step's times (ms), round by round. */
+export interface RevisionVariant<Step extends string> {
+  label: string;
+  storage: BrokerStorage;
+  times: Record<Step, number[]>;
+}
+
+/**
+ * Runs `round` `rounds` times on the revision's storage and the current one, alternating which
+ * goes first, then prints the load average at the start and each step's median on each side
+ * with their ratio. `about` describes the run in the table's heading line.
+ */
+export async function compareSteps<Step extends string>(
+  bench: LuaRevisionBench,
+  revision: string,
+  steps: readonly Step[],
+  options: { rounds: number; about: string; column: string },
+  round: (variant: RevisionVariant<Step>, index: number) => Promise<void>,
+): Promise<void> {
+  const variants = (['revision', 'current'] as const).map((of) => ({
+    label: of === 'current' ? 'current' : revision,
+    storage: bench.storage(of),
+    times: Object.fromEntries(steps.map((step) => [step, [] as number[]])) as Record<Step, number[]>,
+  }));
+  const load = loadavg()
+    .map((value) => value.toFixed(2))
+    .join(' ');
+  for (let index = 0; index < options.rounds; index++) {
+    for (const variant of index % 2 === 0 ? variants : [...variants].reverse()) await round(variant, index);
+  }
+  const median = (values: number[]) =>
+    [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] as number;
+  const [baseline, current] = variants as [RevisionVariant<Step>, RevisionVariant<Step>];
+  console.log(`load average at the start: ${load}; ${options.about}, median of ${options.rounds} rounds`);
+  console.log(`| ${options.column} | in Redis, ${revision} ms | current ms | current/${revision} |`);
+  console.log('|---|---|---|---|');
+  for (const step of steps) {
+    const before = median(baseline.times[step]);
+    const after = median(current.times[step]);
+    console.log(
+      `| ${step} | ${before.toFixed(1)} | ${after.toFixed(1)} | ${(after / before).toPrecision(2)}x |`,
+    );
+  }
 }

@@ -13,10 +13,9 @@
  * The order of the two alternates round by round. Prints the median of ROUNDS rounds.
  * Run on a quiet machine: node --import tsx test/bench/seek.bench.ts [revision, default main]
  */
-import { loadavg } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { BrokerStorage } from '@herald/broker';
-import { luaRevisionBench } from './lua-revision.js';
+import { compareSteps, luaRevisionBench, type RevisionVariant } from './lua-revision.js';
 
 const ROUNDS = 3;
 const MESSAGES = 200_000;
@@ -35,11 +34,6 @@ const STEPS = [
   'to the time 60% in',
 ] as const;
 type Step = (typeof STEPS)[number];
-const variants = [revision, 'current'].map((label) => ({
-  label,
-  storage: bench.storage(label === 'current' ? 'current' : 'revision'),
-  times: Object.fromEntries(STEPS.map((step) => [step, []])) as unknown as Record<Step, number[]>,
-}));
 
 /** Pushes the queue's messages in SLICES slices; the time after each. */
 async function fill(storage: BrokerStorage, queue: string): Promise<number[]> {
@@ -69,7 +63,7 @@ async function fill(storage: BrokerStorage, queue: string): Promise<number[]> {
   return after;
 }
 
-async function round(variant: (typeof variants)[number], index: number): Promise<void> {
+async function round(variant: RevisionVariant<Step>, index: number): Promise<void> {
   const { storage, times } = variant;
   const queue = `seek-${variant.label}-${index}`.replace(/[^\w-]/g, '-');
   await storage.catalog.configure(queue, {}, { namespace: '', task: '' });
@@ -92,25 +86,15 @@ async function round(variant: (typeof variants)[number], index: number): Promise
   await storage.catalog.delete(queue);
 }
 
-const load = loadavg()
-  .map((value) => value.toFixed(2))
-  .join(' ');
-for (let index = 0; index < ROUNDS; index++) {
-  for (const variant of index % 2 === 0 ? variants : [...variants].reverse()) await round(variant, index);
-}
-
-const median = (values: number[]) =>
-  [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] as number;
-const [baseline, current] = variants as [(typeof variants)[number], (typeof variants)[number]];
-console.log(
-  `load average at the start: ${load}; ${MESSAGES} messages of 256 bytes on ${PARTITIONS} partitions, median of ${ROUNDS} rounds`,
+await compareSteps(
+  bench,
+  revision,
+  STEPS,
+  {
+    rounds: ROUNDS,
+    about: `${MESSAGES} messages of 256 bytes on ${PARTITIONS} partitions`,
+    column: 'seek (script)',
+  },
+  round,
 );
-console.log(`| seek | script in Redis, ${revision} ms | current ms | current/${revision} |`);
-console.log('|---|---|---|---|');
-for (const step of STEPS) {
-  const before = median(baseline.times[step]);
-  const after = median(current.times[step]);
-  console.log(`| ${step} | ${before.toFixed(1)} | ${after.toFixed(1)} | ${(after / before).toPrecision(2)}x |`);
-}
-
 await bench.close();
