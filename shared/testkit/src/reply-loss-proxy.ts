@@ -142,8 +142,8 @@ export class ReplyLossProxy {
     let replyBuffer = Buffer.alloc(0);
     let passthrough = false;
     const close = () => {
-      // A trapped request whose reply never came (the connection closed first: another trap's
-      // loss, a killed Redis or node) has lost nothing: its trap is armed again for the resend.
+      // A trapped request whose reply never came here (the connection closed first: another
+      // trap's loss, a killed Redis or node) did not fire its trap: armed again for the resend.
       const unfired = pending.splice(0).flatMap((entry) => (entry.trap ? [entry.trap] : []));
       this.traps.unshift(...unfired);
       client.destroy();
