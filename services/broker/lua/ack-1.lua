@@ -19,6 +19,7 @@
   (whole lease or not: services/broker/test/ack-whole-lease.test.ts applies one twice), and
   records no outbox intent.
 ]]
+--@include drain-when-full
 --@include ack-many
 --@include ack-whole-lease
 --@include clock

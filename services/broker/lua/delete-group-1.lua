@@ -6,6 +6,7 @@
   Resend-safe: naturally for its effects (the group is gone either way); a second run answers 0,
   so the caller also checks existence before the call (redis/groups.ts deleteGroup).
 ]]
+--@include drain-when-full
 --@include age-horizon
 --@include ckey
 --@include clock

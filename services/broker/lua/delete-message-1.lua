@@ -7,6 +7,7 @@
   Resend-safe: naturally for its effects (the message is gone either way); a second run answers 0,
   so the caller also checks existence before the call (redis/messages.ts deleteMessage).
 ]]
+--@include drain-when-full
 --@include forget-entry
 
 local base, p, txn = KEYS[1], ARGV[1], ARGV[2]

@@ -6,6 +6,7 @@
   also reads them before the call (redis/catalog.ts delete) to drop the first run's from the
   index.
 ]]
+--@include drain-when-full
 --@include ckey
 
 local base = KEYS[1]

@@ -7,6 +7,7 @@
   Resend-safe: naturally; a lease is never shortened, so a second run moves the expiry to the same
   target again (a few ms later at most) and answers success.
 ]]
+--@include drain-when-full
 --@include ckey
 --@include clock
 --@include fmt

@@ -10,6 +10,7 @@
   Resend-safe: naturally; XDEL of an id already deleted deletes nothing, and a refused intent
   is dead-lettered only while it is still in the outbox.
 ]]
+--@include drain-when-full
 --@include entry-id
 
 local outbox = KEYS[1] .. 'ob'

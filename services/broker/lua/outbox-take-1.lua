@@ -14,6 +14,7 @@
   Resend-safe: naturally; a second take by the same relay renews the same lock and reads the
   same head (only outbox-done-1.lua removes intents).
 ]]
+--@include drain-when-full
 --@include each-entry
 
 local TAKE_BYTES = 16777216

@@ -27,6 +27,7 @@
   answers the messages the first run leased, without leasing again or counting an attempt
   (the lease index is set again to the same value and expiry: a SET, the same after any number).
 ]]
+--@include drain-when-full
 --@include advance
 --@include ckey
 --@include clock

@@ -8,6 +8,7 @@
   Resend-safe: naturally; a second run finds the leases no longer held by leaseId and changes
   nothing (it returns 0; the caller ignores the count).
 ]]
+--@include drain-when-full
 --@include ckey
 --@include clock
 --@include release-lease

@@ -20,6 +20,7 @@
   Resend-safe: naturally; cuts are by time and position, so a second run deletes only what became
   due in between, and counters (size, pending:<g>) move only for entries it deletes.
 ]]
+--@include drain-when-full
 --@include call-chunked
 --@include ckey
 --@include clock

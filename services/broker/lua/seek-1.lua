@@ -16,6 +16,7 @@
   is set to the same count again, or moves by 0 the second time; the trim schedule (ZADD LT now)
   is already due.
 ]]
+--@include drain-when-full
 --@include ckey
 --@include clock
 --@include create-group

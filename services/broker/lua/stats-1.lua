@@ -18,6 +18,7 @@
   Resend-safe: naturally; what it writes (`heads`, and once for a queue stored by an earlier
   release its groups' backlog count, ensure_backlog) a resend writes the same.
 ]]
+--@include drain-when-full
 --@include call-chunked
 --@include ckey
 --@include clock

@@ -7,6 +7,7 @@
   Resend-safe: naturally; a lease expired by the first run is no longer held, so a second run
   counts no attempt for it.
 ]]
+--@include drain-when-full
 --@include ckey
 --@include clock
 --@include expire-lease

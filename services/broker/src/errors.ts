@@ -88,10 +88,25 @@ const storageUnavailable = (cause: unknown) =>
     expose: true,
   });
 
+/**
+ * Redis refused a write because it is full (used memory above `maxmemory`, the `noeviction`
+ * policy the broker needs): nothing was done; retry once consumers and retention freed memory
+ * (docs/broker-operations.md, "Redis full").
+ */
+export const STORAGE_FULL = 'HERALD_BROKER_STORAGE_FULL';
+const storageFull = (cause: unknown) =>
+  new BrokerError(
+    STORAGE_FULL,
+    503,
+    'Storage full: Redis reached its maxmemory; nothing was stored; retry later',
+    { cause, expose: true, retryAfterMs: 1000 },
+  );
+
 /** The 503 for a storage failure that means "not done, retry" (`asRedisUnavailable`), or undefined. */
 export function asStorageUnavailable(error: unknown): BrokerError | undefined {
   const unavailable = asRedisUnavailable(error);
-  return unavailable ? storageUnavailable(unavailable) : undefined;
+  if (!unavailable) return undefined;
+  return unavailable.reason === 'full' ? storageFull(unavailable) : storageUnavailable(unavailable);
 }
 
 /**

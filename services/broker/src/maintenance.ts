@@ -102,6 +102,36 @@ function runner(housekeeping: Housekeeping, metrics: BrokerMetrics): Record<JobN
 }
 
 /**
+ * Runs each job in this process every `every[name]` ms (a run still going is not started
+ * again); `ran` hears of each run that went through. Returns the stop.
+ */
+function runOnTimers(
+  jobs: Record<JobName, () => Promise<unknown>>,
+  every: Record<JobName, number>,
+  log: FastifyBaseLogger,
+  ran: (name: JobName) => void = () => undefined,
+): () => void {
+  const running = new Set<JobName>();
+  const timers = JOBS.map((name) =>
+    setInterval(() => {
+      if (running.has(name)) return;
+      running.add(name);
+      jobs[name]()
+        .then(() => ran(name))
+        .catch((error) => log.warn({ error: loggableError(error), job: name }, 'maintenance job failed'))
+        .finally(() => running.delete(name));
+    }, every[name]),
+  );
+  for (const timer of timers) timer.unref();
+  return () => {
+    for (const timer of timers) clearInterval(timer);
+  };
+}
+
+/** Redis's refusal of a write that adds data while it is full (maxmemory, noeviction). */
+const REDIS_FULL = /^OOM\b/;
+
+/**
  * BullMQ's complaints about jobs whose keys vanished with an outage (a Redis that came back
  * empty, a lock that expired while it was away): the next scheduled run does the work.
  */
@@ -185,12 +215,13 @@ export function startRedisMaintenance(options: {
   // What an outage leaves behind is not news: the outage itself is logged once (OutageLog).
   const outageEcho = (error: Error) => isConnectionError(error) || BULL_AFTER_OUTAGE.test(error.message);
   const onError = (source: string) => (error: Error) => {
+    if (redisFull(error)) return;
     if (outageEcho(error))
       log.debug({ error: loggableError(error) }, `maintenance ${source}: after an outage`);
     else log.warn({ error: loggableError(error) }, `maintenance ${source} error`);
   };
   worker.on('failed', (job, error) => {
-    if (!outageEcho(error))
+    if (!outageEcho(error) && !redisFull(error))
       log.warn({ error: loggableError(error), job: job?.name }, 'maintenance job failed');
   });
   // A refusal by Redis's ACL (the user lacks a command or key) is no outage and does not pass:
@@ -218,6 +249,42 @@ export function startRedisMaintenance(options: {
     retention: intervals.retentionMs,
     stats: intervals.statsMs,
   };
+  /**
+   * Redis full (used memory above maxmemory): BullMQ's scripts add data, so no worker can take a
+   * job, no job runs, and every node would turn not ready after STALE_INTERVALS, while consumers
+   * and retention are what free Redis (docs/broker-operations.md, "Redis full"). From the first
+   * refusal this node runs the jobs itself on their intervals (their scripts run on a full
+   * Redis: lua/includes/drain-when-full.lua), until Redis has refused nothing for FULL_QUIET_MS
+   * or a worker here completed a job. The jobs are idempotent sweeps: nodes running them at
+   * once only repeat work.
+   */
+  const quietMs = STALE_INTERVALS * Math.max(...Object.values(every)) + STALE_GRACE_MS;
+  let fullAt = 0;
+  let stopLocal: (() => void) | undefined;
+  /** When each job last went through on this node's own timers. */
+  const ranLocally = new Map<JobName, number>();
+  const leaveFull = (why: string) => {
+    if (!stopLocal) return;
+    stopLocal();
+    stopLocal = undefined;
+    log.info(`maintenance: ${why}; jobs run through BullMQ again`);
+  };
+  function redisFull(error: Error): boolean {
+    if (!REDIS_FULL.test(error.message)) return false;
+    fullAt = Date.now();
+    if (!stopLocal && !closed) {
+      log.warn(
+        { error: loggableError(error) },
+        'maintenance: Redis is full (maxmemory) and BullMQ cannot take jobs: this node runs them until Redis accepts writes',
+      );
+      stopLocal = runOnTimers(jobs, every, log, (name) => {
+        ranLocally.set(name, Date.now());
+        if (Date.now() - fullAt > quietMs) leaveFull('Redis refused no write lately');
+      });
+    }
+    return true;
+  }
+  worker.on('completed', () => leaveFull('Redis accepts writes again'));
   /** Why the last scheduler check failed; undefined once it succeeded. */
   let establishProblem: string | undefined = 'job schedulers not created yet';
   let establishing: Promise<void> | undefined;
@@ -275,6 +342,11 @@ export function startRedisMaintenance(options: {
           log.info('maintenance resumed: Redis accepts its commands again');
         }
       } catch (error) {
+        // Redis full: the jobs run on this node's timers meanwhile.
+        if (redisFull(error as Error)) {
+          establishProblem = undefined;
+          return;
+        }
         establishProblem = `cannot create job schedulers: ${(error as Error).message}`;
         if (!isConnectionError(error) && !closed) {
           log.warn({ error: loggableError(error) }, 'maintenance: cannot create job schedulers');
@@ -309,7 +381,8 @@ export function startRedisMaintenance(options: {
         const stamp = stamps[index];
         if (stamp) unstampedSince.delete(name);
         else if (!unstampedSince.has(name)) unstampedSince.set(name, now);
-        const last = stamp ? Number(stamp) : (unstampedSince.get(name) ?? now);
+        const stamped = stamp ? Number(stamp) : (unstampedSince.get(name) ?? now);
+        const last = Math.max(stamped, ranLocally.get(name) ?? 0);
         if (now - last > STALE_INTERVALS * every[name] + STALE_GRACE_MS) stale.set(name, now - last);
       });
       if (stale.size === 0) return undefined;
@@ -345,6 +418,7 @@ export function startRedisMaintenance(options: {
     async close() {
       closed = true;
       clearInterval(checkTimer);
+      stopLocal?.();
       // A forced close: a running job is not waited for. Waiting could last forever (on Cluster
       // after a failover a job was seen never to settle, and the worker's lock-renewal timer then
       // kept the process alive after shutdown); every job is an idempotent sweep, and one cut
@@ -376,16 +450,7 @@ export function startMemoryMaintenance(options: {
     retention: options.intervals.retentionMs,
     stats: options.intervals.statsMs,
   };
-  const timers = JOBS.map((name) =>
-    setInterval(
-      () =>
-        void jobs[name]().catch((error) =>
-          options.log.warn({ err: error, job: name }, 'maintenance job failed'),
-        ),
-      every[name],
-    ),
-  );
-  for (const timer of timers) timer.unref();
+  const stop = runOnTimers(jobs, every, options.log);
   return {
     async refreshStats() {
       await options.housekeeping.refreshStats();
@@ -399,7 +464,7 @@ export function startMemoryMaintenance(options: {
       return [{ name: selfName, self: true }];
     },
     async close() {
-      for (const timer of timers) clearInterval(timer);
+      stop();
     },
   };
 }

@@ -7,9 +7,10 @@ type Stream = Parameters<Redis['sendCommand']>[1];
 
 /**
  * Why Redis could not serve a command: the connection is down, no reply came within the
- * deadline, or Redis answered that it cannot serve now (still loading its data, a replica).
+ * deadline, Redis answered that it cannot serve now (still loading its data, a replica), or
+ * that it is full (`OOM`: used memory above `maxmemory` with the `noeviction` policy).
  */
-export type RedisUnavailableReason = 'disconnected' | 'timeout' | 'not-serving';
+export type RedisUnavailableReason = 'disconnected' | 'timeout' | 'not-serving' | 'full';
 
 /**
  * "Redis could not serve this; it was not done, retry later": a command refused by the fail-fast

@@ -75,5 +75,8 @@ export function asRedisUnavailable(error: unknown): RedisUnavailableError | unde
   if (code !== undefined && NOT_SERVING_CODES.has(code)) {
     return new RedisUnavailableError('not-serving', error.message, { cause: error });
   }
+  // Refused before it changed anything: a command, or a script's first write (Redis never stops
+  // a script once it has written), while used memory is above maxmemory (noeviction).
+  if (code === 'OOM') return new RedisUnavailableError('full', error.message, { cause: error });
   return undefined;
 }

@@ -130,10 +130,11 @@ export class RedisHousekeeping implements Housekeeping {
       };
     });
     const snapshot = rows.filter((row): row is QueueStats => row !== undefined);
-    const statsKey = backend.key('stats');
-    const pipeline = backend.redis.multi().del(statsKey);
-    for (const entry of snapshot) pipeline.hset(statsKey, entry.queue, JSON.stringify(entry));
-    await pipeline.exec();
+    await backend.run(
+      'stats-save',
+      [backend.key('stats')],
+      snapshot.flatMap((entry) => [entry.queue, JSON.stringify(entry)]),
+    );
     return snapshot;
   }
 

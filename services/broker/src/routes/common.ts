@@ -1,10 +1,13 @@
 import { installErrorHandler } from '@herald/http';
 import { loggableError } from '@herald/redis';
 import type { FastifyInstance, FastifyReply } from 'fastify';
-import { asStorageUnavailable, invalidJson, tooDeep } from '../errors.js';
+import { asStorageUnavailable, invalidJson, STORAGE_FULL, tooDeep } from '../errors.js';
 import { depthExceededAt } from '../json-depth.js';
 import { LIMITS } from '../validation.js';
 import { PUBLIC } from './access.js';
+
+/** At most one warning per node in this time that Redis refused a write because it is full. */
+const FULL_WARNING_INTERVAL_MS = 60_000;
 
 const CORS_HEADERS = {
   'access-control-allow-origin': '*',
@@ -48,14 +51,27 @@ export function registerConventions(app: FastifyInstance): void {
     reply.code(404).send({ error: `Route ${request.method} ${request.url.split('?')[0]} not found` }),
   );
 
+  // When this node last warned that Redis is full.
+  let fullWarnedAt = Number.NEGATIVE_INFINITY;
   installErrorHandler(app, {
     format: 'json',
     map: (error) => asStorageUnavailable(error) ?? error,
     // Refusals are the client's doing and not logged, but for a storage outage: expected while
     // Redis is away and logged once per outage by the storage (OutageLog), so a line per refused
-    // request stays at debug. The client reads a fixed text.
-    logRefusal: (request, { mapped, thrown }) => {
-      if (mapped) request.log.debug({ error: loggableError(thrown) }, 'storage unavailable');
+    // request stays at debug. A full Redis has no outage to report it: a warning at most once a
+    // minute. The client reads a fixed text.
+    logRefusal: (request, { mapped, thrown, code }) => {
+      if (!mapped) return;
+      const now = performance.now();
+      if (code === STORAGE_FULL && now - fullWarnedAt >= FULL_WARNING_INTERVAL_MS) {
+        fullWarnedAt = now;
+        request.log.warn(
+          { error: loggableError(thrown) },
+          'Redis is full (maxmemory): writes that add data are refused until memory is freed',
+        );
+      } else {
+        request.log.debug({ error: loggableError(thrown) }, 'storage unavailable');
+      }
     },
   });
 }
