@@ -9,13 +9,14 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { asRedisUnavailable } from '@herald/redis';
 import { RedisServer, uniquePrefix, waitFor } from '@herald/testkit';
 import { Redis } from 'ioredis';
 import type { Broker } from '../src/index.js';
+import { STALE_GRACE_MS, STALE_INTERVALS } from '../src/maintenance.js';
 import { type BrokerClient, client, queueName, startTestBroker } from './helpers.js';
 
+/** Every maintenance job's interval here (the lease sweep's is the helper's 200 ms too). */
 const RETENTION_MS = 200;
 
 let server: RedisServer;
@@ -97,12 +98,16 @@ test('a full Redis: pushes are refused with 503, consumers drain, retention free
       timeoutMs: 20_000,
       intervalMs: 100,
     });
-    // Ready throughout: past STALE_INTERVALS (3) of every job and the grace (2 s).
-    for (let check = 0; check < 16; check++) {
-      const ready = await fetch(`${broker.url}/readyz`);
-      assert.equal(ready.status, 200, `check ${check}: ${await ready.text()}`);
-      await sleep(250);
-    }
+    // Still ready once BullMQ's last runs are stale (STALE_INTERVALS of every job and the grace):
+    // the node's own runs count.
+    const heartbeat = `{${prefix}bull}:herald-maintenance-heartbeat`;
+    const staleAfterMs = STALE_INTERVALS * RETENTION_MS + STALE_GRACE_MS;
+    await waitFor(
+      async () => Date.now() - Math.max(0, ...(await admin.hvals(heartbeat)).map(Number)) > staleAfterMs,
+      { what: "BullMQ's last maintenance runs to go stale", timeoutMs: 20_000, intervalMs: 100 },
+    );
+    const ready = await fetch(`${broker.url}/readyz`);
+    assert.equal(ready.status, 200, await ready.text());
   } finally {
     await admin.config('SET', 'maxmemory', '0');
   }
