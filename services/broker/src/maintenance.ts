@@ -254,9 +254,9 @@ export function startRedisMaintenance(options: {
    * job, no job runs, and every node would turn not ready after STALE_INTERVALS, while consumers
    * and retention are what free Redis (docs/broker-operations.md, "Redis full"). From the first
    * refusal this node runs the jobs itself on their intervals (their scripts run on a full
-   * Redis: lua/includes/drain-when-full.lua), until Redis has refused nothing for FULL_QUIET_MS
-   * or a worker here completed a job. The jobs are idempotent sweeps: nodes running them at
-   * once only repeat work.
+   * Redis: lua/includes/drain-when-full.lua), until Redis has refused nothing for `quietMs`
+   * (the staleness readiness allows the longest job) or a worker here completed a job. The jobs
+   * are idempotent sweeps: nodes running them at once only repeat work.
    */
   const quietMs = STALE_INTERVALS * Math.max(...Object.values(every)) + STALE_GRACE_MS;
   let fullAt = 0;
