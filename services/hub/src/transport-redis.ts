@@ -59,6 +59,8 @@ const FIRST_VERIFICATION_TIMEOUT = 3000;
  * Redis to come back.
  */
 export const READ_TIMEOUT = 2000;
+/** At most one warning per node in this time that Redis refused publishes because it is full. */
+const FULL_WARNING_INTERVAL_MS = 60_000;
 /** Bound on closing a connection at stop (ms). */
 const CLOSE_TIMEOUT = 1000;
 
@@ -154,6 +156,8 @@ export class RedisTransport implements Transport {
   private readonly histories: readonly string[];
   private readonly fanout: RedisFanout;
   private readonly publishes: RedisPublisher;
+  /** When this node last warned that Redis refused a publish because it is full. */
+  private fullWarnedAt = Number.NEGATIVE_INFINITY;
   private readonly registry: RedisSubscriptionRegistry;
   private readonly partitionsRecord: PartitionsRecord;
 
@@ -318,7 +322,15 @@ export class RedisTransport implements Transport {
       if (!this.clock.known) await this.clock.measure();
       return await this.publishes.publish(update);
     } catch (error) {
-      this.log('error', 'publish failed', { error: loggableError(error) });
+      if (asRedisUnavailable(error)?.reason !== 'full') {
+        this.log('error', 'publish failed', { error: loggableError(error) });
+      } else if (performance.now() - this.fullWarnedAt >= FULL_WARNING_INTERVAL_MS) {
+        // A full Redis refuses every publish until memory is freed: said once a minute.
+        this.fullWarnedAt = performance.now();
+        this.log('warn', 'Redis is full (maxmemory): publishes are refused until memory is freed', {
+          error: loggableError(error),
+        });
+      }
       throw new TransportUnavailableError('publish failed', { cause: error });
     }
   }

@@ -101,3 +101,46 @@ describe('transport errors and events at the hub', () => {
     }
   });
 });
+
+describe('a full Redis (maxmemory reached)', () => {
+  test('publishes are refused as unavailable, with one warning rather than an error each', async () => {
+    // Defect: each publish a full Redis refused logged an error line, at the publish rate.
+    const redis = await RedisServer.start();
+    const admin = new Redis(redis.url);
+    const lines: { level: string; message: string }[] = [];
+    const transport = new RedisTransport({
+      url: redis.url,
+      prefix: uniquePrefix('hub-full'),
+      historySize: 100,
+      historyTtl: 0,
+      metrics: createMetrics(),
+      subscriptions: false,
+      subscriptionsLease: 15_000,
+      log: (level, message) => lines.push({ level, message }),
+    });
+    const update = (n: number) => ({
+      id: `urn:full:${n}`,
+      topics: ['https://example.com/full'],
+      data: 'd',
+      private: false,
+    });
+    try {
+      await transport.start(() => undefined);
+      await transport.publish(update(0));
+      await admin.config('SET', 'maxmemory', '1');
+      for (let n = 1; n <= 5; n++) {
+        await assert.rejects(transport.publish(update(n)), TransportUnavailableError);
+      }
+      const said = lines.filter((line) => line.level !== 'info');
+      assert.deepEqual(said, [
+        { level: 'warn', message: 'Redis is full (maxmemory): publishes are refused until memory is freed' },
+      ]);
+      await admin.config('SET', 'maxmemory', '0');
+      await transport.publish(update(6));
+    } finally {
+      await transport.stop();
+      admin.disconnect();
+      await redis.destroy();
+    }
+  });
+});
