@@ -8,9 +8,10 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { KeyClock } from '@herald/redis';
-import { seededRandom, stopTestRedis, testRedisUrl, uniquePrefix } from '@herald/testkit';
-import { Redis } from 'ioredis';
+import { parseEnv } from '@herald/config';
+import { createRedis, KeyClock, type RedisClient, redisTopologyFrom } from '@herald/redis';
+import { seededRandom, stopTestRedis, testRedisEnvironment, uniquePrefix } from '@herald/testkit';
+import { brokerSpec } from '../src/config.js';
 import type { Broker } from '../src/index.js';
 import { client, queueName, startTestBroker } from './helpers.js';
 
@@ -30,14 +31,21 @@ after(() => stopTestRedis());
 describe('backlog counters (redis)', () => {
   let broker: Broker;
   let api: ReturnType<typeof client>;
-  let redis: Redis;
+  let redis: RedisClient;
   /** The broker's clock: evictions move it past maxWaitTimeSeconds. */
   let clock: KeyClock;
   const prefix = uniquePrefix('backlog-prop');
   before(async () => {
-    redis = new Redis(await testRedisUrl());
+    // The suites' Redis on any topology (HERALD_TEST_TOPOLOGY); one slot per queue, the base read below.
+    const topology = redisTopologyFrom(parseEnv(brokerSpec, await testRedisEnvironment()));
+    if (!topology) throw new Error('no Redis topology for the test');
+    redis = createRedis({ topology, connectionName: 'test-backlog' });
     clock = new KeyClock(Date.now(), redis);
-    broker = await startTestBroker('redis', { BROKER_KEY_PREFIX: prefix }, clock);
+    broker = await startTestBroker(
+      'redis',
+      { BROKER_KEY_PREFIX: prefix, BROKER_REDIS_SLOT_GROUP: 'queue' },
+      clock,
+    );
     api = client(broker.url);
   });
   after(async () => {

@@ -6,14 +6,15 @@
  * served nobody else (~1 s per million small messages, ~8 s per million of 4 KiB). Now a seek to
  * the end or to before every message reads one entry at each end of a partition, and a seek to a
  * time among the messages reads the side of it nearer in time (lua/includes/unresolved-in.lua).
- * MONITOR on the standalone test Redis; backlog-counters.test.ts checks the counts themselves.
+ * MONITOR on a private standalone Redis; backlog-counters.test.ts checks the counts themselves.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { stopTestRedis, testRedisUrl } from '@herald/testkit';
-import { clockedBrokerSuite, commandsDuring } from './helpers.js';
-
-after(() => stopTestRedis());
+import { KeyClock } from '@herald/redis';
+import { RedisServer, uniquePrefix } from '@herald/testkit';
+import { Redis } from 'ioredis';
+import type { Broker } from '../src/index.js';
+import { type BrokerClient, client, commandsDuring, queueName, startTestBroker } from './helpers.js';
 
 interface Read {
   /** The key's suffix after the queue's base: `s:a`. */
@@ -24,10 +25,31 @@ interface Read {
 }
 
 describe('a seek reads the stream near its position only (redis)', () => {
-  const suite = clockedBrokerSuite('redis');
+  // A private standalone Redis whatever HERALD_TEST_TOPOLOGY: MONITOR sees one server's commands.
+  let server: RedisServer;
+  let admin: Redis;
+  let broker: Broker;
   let url: string;
+  const prefix = uniquePrefix('seek-reads');
+  const suite = {} as { api: BrokerClient; clock: KeyClock; queue(label: string): Promise<string> };
   before(async () => {
-    url = await testRedisUrl();
+    server = await RedisServer.start();
+    url = server.url;
+    admin = new Redis(url);
+    const clock = new KeyClock(Date.now(), admin);
+    broker = await startTestBroker('redis', { REDIS_URL: url, BROKER_KEY_PREFIX: prefix }, clock);
+    suite.api = client(broker.url);
+    suite.clock = clock;
+    suite.queue = async (label) => {
+      const queue = queueName(label);
+      await clock.track([`${prefix}{${encodeURIComponent(queue)}}:`]);
+      return queue;
+    };
+  });
+  after(async () => {
+    await broker?.close();
+    admin?.disconnect();
+    await server?.destroy();
   });
 
   /** The XRANGE and XREVRANGE reads of the queue's partition streams during `action`. */
