@@ -2,7 +2,13 @@ import assert from 'node:assert/strict';
 import { after, before } from 'node:test';
 import { parseEnv } from '@herald/config';
 import { createRedis, KeyClock, type RedisClient, redisTopologyFrom } from '@herald/redis';
-import { REDIS_TOPOLOGY_VARIABLES, RedisMonitor, testRedisEnvironment, uniquePrefix } from '@herald/testkit';
+import {
+  REDIS_TOPOLOGY_VARIABLES,
+  RedisMonitor,
+  RedisServer,
+  testRedisEnvironment,
+  uniquePrefix,
+} from '@herald/testkit';
 import { Redis } from 'ioredis';
 import { brokerSpec } from '../src/config.js';
 import { namespaceAndTask } from '../src/identifiers.js';
@@ -107,6 +113,46 @@ export function clockedBrokerSuite(backend: Backend, extra: Record<string, strin
     async queue(label?: string): Promise<string> {
       const queue = queueName(label);
       await suite.clock.track([baseOf(queue)]);
+      return queue;
+    },
+  });
+}
+
+/** A clocked suite on a Redis of its own (`privateRedisSuite`): `url` is that Redis. */
+export interface PrivateRedisSuite extends ClockedBrokerSuite {
+  readonly url: string;
+}
+
+/**
+ * A clocked suite whose broker runs on a private standalone Redis whatever HERALD_TEST_TOPOLOGY:
+ * for tests that watch MONITOR (`commandsDuring`), which sees one server's commands.
+ */
+export function privateRedisSuite(extra: Record<string, string> = {}): PrivateRedisSuite {
+  const suite = {} as { broker: Broker; api: BrokerClient; clock: KeyClock; url: string };
+  const prefix = uniquePrefix('broker');
+  let server: RedisServer | undefined;
+  let admin: Redis | undefined;
+  before(async () => {
+    server = await RedisServer.start();
+    suite.url = server.url;
+    admin = new Redis(server.url);
+    suite.clock = new KeyClock(Date.now(), admin);
+    suite.broker = await startTestBroker(
+      'redis',
+      { REDIS_URL: server.url, BROKER_KEY_PREFIX: prefix, ...extra },
+      suite.clock,
+    );
+    suite.api = client(suite.broker.url);
+  });
+  after(async () => {
+    await suite.broker?.close();
+    admin?.disconnect();
+    await server?.destroy();
+  });
+  return Object.assign(suite, {
+    async queue(label?: string): Promise<string> {
+      const queue = queueName(label);
+      await suite.clock.track([`${prefix}{${encodeURIComponent(queue)}}:`]);
       return queue;
     },
   });

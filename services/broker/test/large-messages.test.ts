@@ -7,8 +7,8 @@
  * view and the outbox's take are bounded by bytes read as well as by count.
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
-import { stopTestRedis, testRedisUrl, uniquePrefix } from '@herald/testkit';
+import { after, describe, test } from 'node:test';
+import { stopTestRedis, uniquePrefix } from '@herald/testkit';
 import { Redis } from 'ioredis';
 import { POP_BYTES } from '../src/body-budget.js';
 import { loadBrokerScripts } from '../src/scripts.js';
@@ -17,9 +17,9 @@ import {
   BACKENDS,
   type BrokerClient,
   brokerSuite,
-  clockedBrokerSuite,
   commandsDuring,
   completeAll,
+  privateRedisSuite,
   queueName,
 } from './helpers.js';
 
@@ -112,11 +112,7 @@ for (const backend of BACKENDS) {
  * test Redis (the default topology of the suites).
  */
 describe('the scripts read large entries a few at a time (redis)', () => {
-  const suite = clockedBrokerSuite('redis', { REDIS_COMMAND_TIMEOUT: '30000' });
-  let url: string;
-  before(async () => {
-    url = await testRedisUrl();
-  });
+  const suite = privateRedisSuite({ REDIS_COMMAND_TIMEOUT: '30000' });
 
   interface Read {
     /** The key's suffix after the queue's base: `s:p`, `dlq`. */
@@ -127,7 +123,7 @@ describe('the scripts read large entries a few at a time (redis)', () => {
 
   /** Each XRANGE and XREVRANGE of more than one id the scripts ran on the queue's keys during `action`. */
   async function readsDuring(queue: string, action: () => Promise<void>): Promise<Read[]> {
-    return readsOf(await commandsDuring(url, queue, action));
+    return readsOf(await commandsDuring(suite.url, queue, action));
   }
 
   function readsOf(commands: readonly string[][]): Read[] {
@@ -404,7 +400,7 @@ describe('the scripts read large entries a few at a time (redis)', () => {
     await drain(suite.api, queue, 40);
     await suite.clock.advance(1001);
     let deleted = 0;
-    const commands = await commandsDuring(url, queue, async () => {
+    const commands = await commandsDuring(suite.url, queue, async () => {
       deleted = await suite.broker.storage.housekeeping.applyRetention();
     });
     const trims = commands.filter(([command, key]) => command === 'XTRIM' && key === 's:p').length;
@@ -436,7 +432,7 @@ describe('the scripts read large entries a few at a time (redis)', () => {
   test('the outbox: a take answers at most 16 MiB of intents, the first always', async () => {
     const queue = queueName('outbox');
     const base = `${uniquePrefix('large-outbox')}{${encodeURIComponent(queue)}}:`;
-    const redis = new Redis(url);
+    const redis = new Redis(suite.url);
     const script = loadBrokerScripts().get('outbox-take');
     assert.ok(script);
     try {
@@ -507,7 +503,7 @@ describe('the scripts read large entries a few at a time (redis)', () => {
       Array.from({ length: 40 }, () => MIB),
     );
     let listed: number[] = [];
-    const commands = await commandsDuring(url, queue, async () => {
+    const commands = await commandsDuring(suite.url, queue, async () => {
       const views = await suite.broker.storage.messages.list({ queue, limit: 1000 });
       listed = views.map((view) => (view.data as { n: number }).n);
     });
@@ -525,7 +521,7 @@ describe('the scripts read large entries a few at a time (redis)', () => {
     const queue = await suite.queue('status-budget');
     await deadLettered(queue);
     let rows: string[] = [];
-    const commands = await commandsDuring(url, queue, async () => {
+    const commands = await commandsDuring(suite.url, queue, async () => {
       const states = await suite.broker.storage.messages.states({ queue, limit: 1000, offset: 0 });
       rows = states.map((state) => state.status);
     });

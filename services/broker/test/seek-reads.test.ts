@@ -9,12 +9,8 @@
  * MONITOR on a private standalone Redis; backlog-counters.test.ts checks the counts themselves.
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
-import { KeyClock } from '@herald/redis';
-import { RedisServer, uniquePrefix } from '@herald/testkit';
-import { Redis } from 'ioredis';
-import type { Broker } from '../src/index.js';
-import { type BrokerClient, client, commandsDuring, queueName, startTestBroker } from './helpers.js';
+import { describe, test } from 'node:test';
+import { commandsDuring, privateRedisSuite } from './helpers.js';
 
 interface Read {
   /** The key's suffix after the queue's base: `s:a`. */
@@ -25,36 +21,11 @@ interface Read {
 }
 
 describe('a seek reads the stream near its position only (redis)', () => {
-  // A private standalone Redis whatever HERALD_TEST_TOPOLOGY: MONITOR sees one server's commands.
-  let server: RedisServer;
-  let admin: Redis;
-  let broker: Broker;
-  let url: string;
-  const prefix = uniquePrefix('seek-reads');
-  const suite = {} as { api: BrokerClient; clock: KeyClock; queue(label: string): Promise<string> };
-  before(async () => {
-    server = await RedisServer.start();
-    url = server.url;
-    admin = new Redis(url);
-    const clock = new KeyClock(Date.now(), admin);
-    broker = await startTestBroker('redis', { REDIS_URL: url, BROKER_KEY_PREFIX: prefix }, clock);
-    suite.api = client(broker.url);
-    suite.clock = clock;
-    suite.queue = async (label) => {
-      const queue = queueName(label);
-      await clock.track([`${prefix}{${encodeURIComponent(queue)}}:`]);
-      return queue;
-    };
-  });
-  after(async () => {
-    await broker?.close();
-    admin?.disconnect();
-    await server?.destroy();
-  });
+  const suite = privateRedisSuite();
 
   /** The XRANGE and XREVRANGE reads of the queue's partition streams during `action`. */
   async function readsDuring(queue: string, action: () => Promise<void>): Promise<Read[]> {
-    const commands = await commandsDuring(url, queue, action);
+    const commands = await commandsDuring(suite.url, queue, action);
     return commands
       .filter(([command, key]) => (command === 'XRANGE' || command === 'XREVRANGE') && key?.startsWith('s:'))
       .map(([, key, from, to, , count]) => ({
