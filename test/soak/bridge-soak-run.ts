@@ -464,11 +464,34 @@ export async function runBridgeSoak(overrides: Partial<BridgeSoakOptions> = {}):
       }
       return waiting;
     };
+    /**
+     * Waits a little for the outbox's first intent to be in the hub's history already: published
+     * by the relay holding the outbox, not yet removed. A crash of that relay then leaves it to be
+     * relayed again, which the hub must answer from history (`hubRepeats`).
+     */
+    const publishedNotRemoved = async (): Promise<boolean> => {
+      const until = performance.now() + FAULT_BACKLOG_WAIT_MS;
+      while (!aborted && performance.now() < until) {
+        const head = (await reader.xrange(`${outboxBase}ob`, '-', '+', 'COUNT', 1).catch(() => []))[0];
+        const messageId = head ? field(head[1], 'm') : '';
+        if (messageId !== '') {
+          const recent = await reader
+            .xrevrange(`${HUB_PREFIX}{hub}:history`, '+', '-', 'COUNT', 1000)
+            .catch(() => []);
+          const id = JSON.stringify(UPDATE_ID_PREFIX + messageId);
+          if (recent.some(([, fields]) => field(fields, 'u').startsWith(`[${id},`))) return true;
+        }
+        await sleep(5);
+      }
+      return false;
+    };
     let hubRepeats = 0;
     const faultsApplied: string[] = [];
     const turns = new Map<BridgeFault, number>();
     const applyFault = async (fault: BridgeFault) => {
       const waiting = await backlog();
+      // The broker kill hits the relay between its publish and its removal of an intent.
+      const inFlight = fault === 'broker-kill' && (await publishedNotRemoved());
       // A node fault takes the relaying broker node or the hub node it publishes to (broker n
       // relays to hub n); when that is not known, the nodes of the pair in turn.
       const turn = turns.get(fault) ?? 0;
@@ -503,7 +526,7 @@ export async function runBridgeSoak(overrides: Partial<BridgeSoakOptions> = {}):
       }
       const target =
         fault === 'redis-kill' ? '' : ` ${node.name}${holder === undefined ? '' : ' (relaying)'}`;
-      const label = `${fault}${target}, ${waiting} intents waiting`;
+      const label = `${fault}${target}, ${waiting} intents waiting${inFlight ? ', the first one published' : ''}`;
       faultsApplied.push(`${label} (${((performance.now() - begun) / 1000).toFixed(1)} s)`);
       log(`fault ${label} done at ${pushedCount} pushed, ${resuming.distinct} received`);
     };
