@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { createRequire } from 'node:module';
 import { hostname } from 'node:os';
 import {
+  asRedisUnavailable,
   closeRedis,
   createRedis,
   isConnectionError,
@@ -127,9 +128,6 @@ function runOnTimers(
     for (const timer of timers) clearInterval(timer);
   };
 }
-
-/** Redis's refusal of a write that adds data while it is full (maxmemory, noeviction). */
-const REDIS_FULL = /^OOM\b/;
 
 /**
  * BullMQ's complaints about jobs whose keys vanished with an outage (a Redis that came back
@@ -270,7 +268,8 @@ export function startRedisMaintenance(options: {
     log.info(`maintenance: ${why}; jobs run through BullMQ again`);
   };
   function redisFull(error: Error): boolean {
-    if (!REDIS_FULL.test(error.message)) return false;
+    // Redis's refusal of a write that adds data while it is full (maxmemory, noeviction).
+    if (asRedisUnavailable(error)?.reason !== 'full') return false;
     fullAt = Date.now();
     if (!stopLocal && !closed) {
       log.warn(
